@@ -1,0 +1,40 @@
+# The README's two commands: `make up` runs the service, `make test` runs the tests.
+# Each creates .venv and installs into it when pyproject.toml changed (a stamp keeps reruns quick).
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: up test install lint fmt bench record-histories clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+up: $(STAMP)
+	$(BIN)/memwarden up $(ARGS)
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+fmt: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+record-histories: $(STAMP)
+	$(BIN)/python -m tests.workflows.record_histories
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

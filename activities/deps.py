@@ -1,0 +1,20 @@
+"""The stores an activity needs, opened once per worker process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memwarden.config import Settings
+from memwarden.embed import Embedder
+from memwarden.stores.cache import Cache
+from memwarden.stores.sql import SqlStore
+from memwarden.stores.vectors import VectorIndex
+
+
+@dataclass
+class Deps:
+    settings: Settings
+    store: SqlStore
+    index: VectorIndex
+    cache: Cache
+    embedder: Embedder

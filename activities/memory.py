@@ -1,0 +1,145 @@
+"""Activities for Remember and Retrieve: thin, idempotent wrappers over the stores.
+
+Each may run twice (a retry after a crash between the write and the completion): the memory id is
+fixed by the caller, inserts return the existing row, index upserts overwrite the same point.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+from temporalio import activity
+
+from activities.deps import Deps
+from memwarden.records import (
+    Decision,
+    Hit,
+    IndexPoint,
+    MemoryRecord,
+    RememberInput,
+    RememberResult,
+    RetrieveInput,
+    RetrieveResult,
+    SourceKind,
+    Status,
+    sensitivity_rank,
+)
+from memwarden.stores.audit import AuditEventIn
+from memwarden.stores.cache import owner_prefix
+from workflows.names import COMMIT_MEMORY, INDEX_HEALTH, SEARCH_MEMORIES
+
+
+class CandidateGone(Exception):
+    """The claim-checked content is missing and no record exists: nothing can be committed."""
+
+
+def index_point(record: MemoryRecord, dense: list[float]) -> IndexPoint:
+    """The index's view of a record: filter payload plus vectors, never the content as payload."""
+    assert record.content is not None
+    return IndexPoint(
+        memory_id=record.id,
+        tenant_id=record.tenant_id,
+        owner_id=record.owner_id,
+        scope=record.scope,
+        agent_id=record.agent_id,
+        store=record.store,
+        type=record.type,
+        status=record.status,
+        sensitivity_rank=sensitivity_rank(record.sensitivity),
+        expires_at_ts=record.expires_at.timestamp() if record.expires_at else None,
+        created_at_ts=record.created_at.timestamp(),
+        importance=record.importance,
+        dense=dense,
+        text=record.content,
+    )
+
+
+class MemoryActivities:
+    """Bound to one worker's Deps; registered by method."""
+
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+
+    async def _embed(self, texts: list[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self.deps.embedder.embed, texts)
+
+    @activity.defn(name=COMMIT_MEMORY)
+    async def commit_memory(self, candidate: RememberInput) -> RememberResult:
+        """Durable store, then index, then cache invalidation; the claim check is dropped last."""
+        store = self.deps.store
+        existing = await store.get_memory(candidate.tenant_id, candidate.memory_id)
+        if existing is None:
+            content = await store.get_candidate(candidate.candidate_ref)
+            if content is None:
+                raise CandidateGone(candidate.memory_id)
+            now = datetime.now(UTC)
+            expires = now + timedelta(seconds=candidate.ttl_seconds) if candidate.ttl_seconds else None
+            record = MemoryRecord(
+                id=candidate.memory_id,
+                tenant_id=candidate.tenant_id,
+                owner_id=candidate.owner_id,
+                scope=candidate.scope,
+                agent_id=candidate.agent_id,
+                store=candidate.store,
+                type=candidate.type,
+                slot=candidate.slot,
+                content=content,
+                content_hash=candidate.content_hash,
+                source_kind=candidate.source_kind,
+                source_ref=candidate.source_ref,
+                provenance=candidate.provenance,
+                reason=candidate.reason,
+                importance=candidate.importance if candidate.importance is not None else 0.5,
+                sensitivity=candidate.sensitivity,
+                status=Status.ACTIVE,
+                expires_at=expires,
+                valid_from=now,
+                last_confirmed_at=now if candidate.source_kind is SourceKind.USER else None,
+                created_at=now,
+                updated_at=now,
+            )
+            existing = await store.insert_memory(record, idempotency_key=candidate.idempotency_key)
+            await store.append_audit(
+                AuditEventIn(
+                    tenant_id=record.tenant_id,
+                    actor=candidate.actor,
+                    operation="create",
+                    memory_id=record.id,
+                    namespace=f"{record.scope.value}:{record.owner_id}",
+                    reason="accepted",
+                    policy_version=record.policy_version,
+                    workflow_id=activity.info().workflow_id,
+                    details={"content_hash": record.content_hash, "type": record.type.value},
+                )
+            )
+        if existing.content is not None and existing.status in (Status.ACTIVE, Status.STALE):
+            [dense] = await self._embed([existing.content])
+            await self.deps.index.upsert([index_point(existing, dense)])
+        await self.deps.cache.delete_prefix(owner_prefix(existing.tenant_id, existing.owner_id))
+        await store.delete_candidate(candidate.candidate_ref)
+        return RememberResult(decision=Decision.ADD, reason="accepted", memory_id=existing.id)
+
+    @activity.defn(name=SEARCH_MEMORIES)
+    async def search_memories(self, request: RetrieveInput) -> RetrieveResult:
+        """Filtered hybrid search, then eligibility re-checked against the store (the index may lag)."""
+        now = datetime.now(UTC)
+        [dense] = await self._embed([request.query])
+        hits = await self.deps.index.search(
+            dense=dense,
+            text=request.query,
+            read_filter=request.read_filter,
+            now_ts=now.timestamp(),
+            limit=request.k * 2,
+        )
+        records = await self.deps.store.eligible(request.read_filter, [h.memory_id for h in hits], now)
+        allowed = {r.id for r in records}
+        kept = [Hit(memory_id=h.memory_id, score=h.score) for h in hits if h.memory_id in allowed]
+        return RetrieveResult(hits=kept[: request.k])
+
+    @activity.defn(name=INDEX_HEALTH)
+    async def index_health(self) -> bool:
+        return await self.deps.index.health()
+
+    def all(self) -> list[object]:
+        return [self.commit_memory, self.search_memories, self.index_health]

@@ -1,0 +1,47 @@
+"""The FastAPI application: thin routes over the Temporal client and the SQL store."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from temporalio.client import Client
+
+from api import problems
+from api.limits import BodyLimitMiddleware
+from api.routes import health, memories, search
+from api.state import ApiState
+from memwarden.config import Settings
+from memwarden.stores.sql import SqlStore
+
+
+def create_app(settings: Settings, *, temporal: Client | None = None, store: SqlStore | None = None) -> FastAPI:
+    """Build the app; pass `temporal` to share a client with an in-process worker (eager start)."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        from worker.temporal_client import connect
+
+        own_store = store is None
+        sql = store or await SqlStore.open(settings.database_url or "")
+        client = temporal or await connect(settings)
+        app.state.mw = ApiState(settings=settings, store=sql, temporal=client)
+        try:
+            yield
+        finally:
+            if own_store:
+                await sql.close()
+
+    app = FastAPI(
+        title="memwarden",
+        version="1",
+        summary="A governed memory service for AI agents.",
+        lifespan=lifespan,
+    )
+    problems.install(app)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
+    app.include_router(health.router)
+    app.include_router(memories.router)
+    app.include_router(search.router)
+    return app

@@ -1,0 +1,172 @@
+"""`/v1/memories`: propose a memory, list one's own, read one with its history."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query
+from temporalio.client import WorkflowFailureError
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from api.problems import Problem
+from api.schemas import MemoryDetail, MemoryOut, MemoryPage, RememberOut
+from api.state import Caller, State
+from memwarden.identity import Forbidden, Role, read_filter, write_target
+from memwarden.records import (
+    CandidateIn,
+    Decision,
+    Provenance,
+    ReadFilter,
+    RememberInput,
+    RememberResult,
+    Status,
+    content_hash,
+)
+from workflows.remember import RememberWorkflow
+
+router = APIRouter(prefix="/v1/memories", tags=["memories"])
+
+_IDEMPOTENCY_NS = uuid.UUID("6f1d7c52-3a0e-4d59-9b8e-2c7a4f0e9d11")
+CLAIM_CHECK_TTL = timedelta(days=1)
+
+
+def _memory_id(tenant: str, actor: str, key: str | None) -> str:
+    """A fresh id, or one fixed by the caller's idempotency key (same key, same record)."""
+    if key is None:
+        return str(uuid.uuid4())
+    return str(uuid.uuid5(_IDEMPOTENCY_NS, f"{tenant}\x00{actor}\x00{key}"))
+
+
+def _scoped_key(actor: str, key: str | None) -> str | None:
+    return hashlib.sha256(f"{actor}\x00{key}".encode()).hexdigest()[:40] if key else None
+
+
+@router.post("", response_model=RememberOut, status_code=200)
+async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn, Body()]) -> RememberOut:
+    settings = state.settings
+    if len(candidate.content) > settings.max_content_chars:
+        raise Problem(
+            413, "content_too_large", f"content exceeds {settings.max_content_chars} characters", field="content"
+        )
+    if not candidate.content.strip():
+        raise Problem(422, "validation_failed", "content is blank", field="content")
+    try:
+        target = write_target(caller, scope=candidate.scope, owner_id=candidate.owner_id, store=candidate.store)
+    except Forbidden as exc:
+        raise Problem(403, exc.reason, f"this principal may not write there ({exc.reason})", field="scope") from None
+
+    memory_id = _memory_id(caller.tenant, caller.actor, candidate.idempotency_key)
+    workflow_id = f"remember-{memory_id}"
+    scoped_key = _scoped_key(caller.actor, candidate.idempotency_key)
+    if scoped_key is not None:
+        existing = await state.store.find_by_idempotency_key(caller.tenant, scoped_key)
+        if existing is not None:
+            return RememberOut(decision=Decision.ADD, reason="accepted", memory_id=existing.id, workflow_id=workflow_id)
+
+    now = datetime.now(UTC)
+    await state.store.put_candidate(memory_id, caller.tenant, candidate.content, now + CLAIM_CHECK_TTL)
+    provenance = candidate.provenance or Provenance()
+    if provenance.writer is None:
+        provenance = provenance.model_copy(update={"writer": caller.actor})
+    request = RememberInput(
+        memory_id=memory_id,
+        candidate_ref=memory_id,
+        content_hash=content_hash(candidate.content),
+        content_chars=len(candidate.content),
+        tenant_id=target.tenant_id,
+        owner_id=target.owner_id,
+        scope=target.scope,
+        agent_id=target.agent_id,
+        store=target.store,
+        type=candidate.type,
+        slot=candidate.slot,
+        source_kind=candidate.source_kind,
+        source_ref=candidate.source_ref,
+        provenance=provenance,
+        reason=candidate.reason,
+        importance=candidate.importance,
+        sensitivity=candidate.sensitivity,
+        ttl_seconds=candidate.ttl_seconds,
+        idempotency_key=scoped_key,
+        actor=caller.actor,
+    )
+    try:
+        result = await state.temporal.execute_workflow(
+            RememberWorkflow.run,
+            request,
+            id=workflow_id,
+            task_queue=settings.temporal_task_queue,
+            execution_timeout=timedelta(seconds=settings.workflow_timeout_seconds),
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            request_eager_start=True,
+        )
+    except WorkflowAlreadyStartedError:
+        handle = state.temporal.get_workflow_handle(workflow_id, result_type=RememberResult)
+        result = await handle.result()
+    except WorkflowFailureError:
+        raise Problem(
+            503,
+            "remember_failed",
+            "the write could not be completed; nothing was stored",
+            extra={"workflow_id": workflow_id},
+        ) from None
+    return RememberOut(
+        decision=result.decision,
+        reason=result.reason,
+        memory_id=result.memory_id,
+        supersedes=result.supersedes,
+        workflow_id=workflow_id,
+    )
+
+
+def _readable(caller: Caller, statuses: tuple[Status, ...]) -> ReadFilter:
+    if caller.role not in (Role.USER, Role.AGENT):
+        raise Problem(403, "forbidden_role", f"role {caller.role.value} cannot read memory content")
+    return read_filter(caller).model_copy(update={"statuses": statuses})
+
+
+DEFAULT_LIST_STATUSES = (Status.PENDING, Status.ACTIVE, Status.STALE)
+
+
+@router.get("", response_model=MemoryPage)
+async def list_memories(
+    state: State,
+    caller: Caller,
+    status: Annotated[list[Status] | None, Query(description="Repeat to select several.")] = None,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
+) -> MemoryPage:
+    settings = state.settings
+    size = limit or settings.default_page_size
+    if size > settings.max_page_size:
+        raise Problem(422, "validation_failed", f"limit is at most {settings.max_page_size}", field="limit")
+    rf = _readable(caller, tuple(status) if status else DEFAULT_LIST_STATUSES)
+    try:
+        records, next_cursor = await state.store.list_memories(rf, limit=size, cursor=cursor)
+    except ValueError:
+        raise Problem(422, "validation_failed", "cursor is not valid", field="cursor") from None
+    return MemoryPage(items=[MemoryOut.of(r) for r in records], next_cursor=next_cursor)
+
+
+@router.get("/{memory_id}", response_model=MemoryDetail)
+async def get_memory(state: State, caller: Caller, memory_id: str) -> MemoryDetail:
+    rf = _readable(caller, tuple(Status))
+    record = await state.store.get_memory(caller.tenant, memory_id)
+    if record is None or not rf.admits(record):
+        raise Problem(404, "not_found", "no such memory", field="memory_id")
+    history: list[MemoryOut] = []
+    seen = {record.id}
+    previous = record.supersedes
+    while previous and previous not in seen:
+        seen.add(previous)
+        older = await state.store.get_memory(caller.tenant, previous)
+        if older is None or not rf.admits(older):
+            break
+        history.append(MemoryOut.of(older))
+        previous = older.supersedes
+    return MemoryDetail(**MemoryOut.of(record).model_dump(), history=history)

@@ -1,0 +1,79 @@
+"""`POST /v1/search`: the workflow picks ids under the caller's filter; content is loaded here."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, BackgroundTasks, Body
+from temporalio.client import WorkflowFailureError
+
+from api.problems import Problem
+from api.schemas import SearchIn, SearchOut, SearchResultOut
+from api.state import Caller, State
+from memwarden.identity import Role, read_filter
+from memwarden.policy.render import context_block, label
+from memwarden.records import Freshness, RetrieveInput, Status
+from workflows.retrieve import RetrieveWorkflow
+
+router = APIRouter(prefix="/v1", tags=["search"])
+
+
+@router.post("/search", response_model=SearchOut)
+async def search(
+    state: State, caller: Caller, body: Annotated[SearchIn, Body()], background: BackgroundTasks
+) -> SearchOut:
+    settings = state.settings
+    if len(body.query) > settings.max_query_chars:
+        raise Problem(413, "query_too_large", f"query exceeds {settings.max_query_chars} characters", field="query")
+    k = body.k or settings.default_k
+    if k > settings.max_k:
+        raise Problem(422, "validation_failed", f"k is at most {settings.max_k}", field="k")
+    if caller.role not in (Role.USER, Role.AGENT):
+        raise Problem(403, "forbidden_role", f"role {caller.role.value} cannot search memory content")
+    rf = read_filter(caller, types=tuple(body.types) if body.types else None)
+    workflow_id = f"retrieve-{uuid.uuid4()}"
+    if not rf.clauses:
+        return SearchOut(results=[], withheld=[], context="", workflow_id=workflow_id)
+    request = RetrieveInput(query=body.query, k=k, read_filter=rf, consequence=body.consequence, actor=caller.actor)
+    try:
+        result = await state.temporal.execute_workflow(
+            RetrieveWorkflow.run,
+            request,
+            id=workflow_id,
+            task_queue=settings.temporal_task_queue,
+            execution_timeout=timedelta(seconds=settings.workflow_timeout_seconds),
+            request_eager_start=True,
+        )
+    except WorkflowFailureError:
+        raise Problem(503, "search_failed", "search is unavailable", extra={"workflow_id": workflow_id}) from None
+    now = datetime.now(UTC)
+    scores = {h.memory_id: h.score for h in result.hits}
+    # Claim check: content is loaded only for ids that are still eligible right now.
+    records = await state.store.eligible(rf, list(scores), now)
+    entries = [(r, Freshness.STALE if r.status is Status.STALE else Freshness.FRESH) for r in records]
+    results = [
+        SearchResultOut(
+            memory_id=r.id,
+            content=r.content or "",
+            type=r.type,
+            slot=r.slot,
+            score=scores[r.id],
+            freshness=f,
+            source_kind=r.source_kind,
+            source_ref=r.source_ref,
+            created_at=r.created_at,
+            last_confirmed_at=r.last_confirmed_at,
+            label=label(r, f),
+        )
+        for r, f in entries
+    ]
+    if records:
+        background.add_task(state.store.touch_last_used, caller.tenant, [r.id for r in records], now)
+    return SearchOut(
+        results=results,
+        withheld=[{"memory_id": w["memory_id"], "reason": w["reason"]} for w in result.withheld],
+        context=context_block(entries),
+        workflow_id=workflow_id,
+    )

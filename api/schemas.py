@@ -1,0 +1,110 @@
+"""Request and response bodies of the v1 contract (ARCHITECTURE.md, HTTP API)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memwarden.records import (
+    Consequence,
+    Decision,
+    Freshness,
+    MemoryRecord,
+    MemoryType,
+    Provenance,
+    Scope,
+    Sensitivity,
+    SourceKind,
+    SourceRef,
+    Status,
+)
+
+
+class RememberOut(BaseModel):
+    decision: Decision
+    reason: str
+    memory_id: str | None = None
+    supersedes: str | None = None
+    workflow_id: str
+
+
+class SearchIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1)
+    k: int | None = Field(default=None, ge=1)
+    types: list[MemoryType] | None = Field(default=None, min_length=1)
+    consequence: Consequence = Consequence.LOW
+
+
+class SearchResultOut(BaseModel):
+    memory_id: str
+    content: str
+    type: MemoryType
+    slot: str | None
+    score: float
+    freshness: Freshness
+    source_kind: SourceKind
+    source_ref: SourceRef | None
+    created_at: datetime
+    last_confirmed_at: datetime | None
+    label: str
+
+
+class WithheldOut(BaseModel):
+    memory_id: str
+    reason: str
+
+
+class SearchOut(BaseModel):
+    results: list[SearchResultOut]
+    withheld: list[WithheldOut]
+    context: str
+    workflow_id: str
+
+
+class MemoryOut(BaseModel):
+    """A memory as its owner sees it; content is null once purged."""
+
+    id: str
+    owner_id: str
+    scope: Scope
+    agent_id: str | None
+    store: str | None
+    type: MemoryType
+    slot: str | None
+    content: str | None
+    content_hash: str
+    source_kind: SourceKind
+    source_ref: SourceRef | None
+    provenance: Provenance
+    reason: str
+    importance: float
+    confidence: float
+    sensitivity: Sensitivity
+    status: Status
+    expires_at: datetime | None
+    last_confirmed_at: datetime | None
+    last_used_at: datetime | None
+    supersedes: str | None
+    superseded_by: str | None
+    version: int
+    policy_version: str
+    created_at: datetime
+    updated_at: datetime
+    tombstoned_at: datetime | None
+    purged_at: datetime | None
+
+    @classmethod
+    def of(cls, record: MemoryRecord) -> MemoryOut:
+        return cls.model_validate(record.model_dump())
+
+
+class MemoryPage(BaseModel):
+    items: list[MemoryOut]
+    next_cursor: str | None
+
+
+class MemoryDetail(MemoryOut):
+    history: list[MemoryOut] = Field(default_factory=list, description="Earlier versions, newest first.")

@@ -1,0 +1,51 @@
+"""What the API process holds open, and the FastAPI dependencies that hand it to routes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from temporalio.client import Client
+
+from api.problems import Problem
+from memwarden.config import Settings
+from memwarden.identity import AuthError, Principal, Role, verify_token
+from memwarden.stores.sql import SqlStore
+
+
+@dataclass
+class ApiState:
+    settings: Settings
+    store: SqlStore
+    temporal: Client
+
+
+def get_state(request: Request) -> ApiState:
+    return request.app.state.mw  # type: ignore[no-any-return]
+
+
+State = Annotated[ApiState, Depends(get_state)]
+
+_UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
+
+
+def get_principal(request: Request, state: State) -> Principal:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Problem(401, "unauthorized", "a bearer token is required", field="Authorization", headers=_UNAUTHORIZED)
+    try:
+        return verify_token(token.strip(), state.settings.auth_secret_value, issuer=state.settings.auth_issuer)
+    except AuthError:
+        raise Problem(
+            401, "invalid_token", "the bearer token is invalid or expired", field="Authorization", headers=_UNAUTHORIZED
+        ) from None
+
+
+Caller = Annotated[Principal, Depends(get_principal)]
+
+
+def require_roles(principal: Principal, *roles: Role) -> None:
+    if principal.role not in roles:
+        raise Problem(403, "forbidden_role", f"role {principal.role.value} may not do this")

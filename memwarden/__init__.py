@@ -1,0 +1,1 @@
+"""memwarden: a governed memory service for AI agents."""

@@ -1,0 +1,127 @@
+"""The Python client agent backends use: httpx only, typed answers, problems raised as errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from pydantic import BaseModel
+
+from memwarden.records import Decision, Freshness, MemoryType, SourceKind, SourceRef
+
+
+class MemwardenError(Exception):
+    """A problem+json answer: status, code and the fields at fault (never the submitted text)."""
+
+    def __init__(self, status: int, problem: dict[str, Any]) -> None:
+        self.status = status
+        self.problem = problem
+        self.code = str(problem.get("code", "error"))
+        self.fields = [e.get("field") for e in problem.get("errors", []) if isinstance(e, dict)]
+        super().__init__(f"{status} {self.code}: {problem.get('detail', '')}")
+
+
+class RememberAnswer(BaseModel):
+    decision: Decision
+    reason: str
+    memory_id: str | None = None
+    supersedes: str | None = None
+    workflow_id: str
+
+
+class SearchHit(BaseModel):
+    memory_id: str
+    content: str
+    type: MemoryType
+    slot: str | None = None
+    score: float
+    freshness: Freshness
+    source_kind: SourceKind
+    source_ref: SourceRef | None = None
+    created_at: str
+    last_confirmed_at: str | None = None
+    label: str
+
+
+class SearchAnswer(BaseModel):
+    results: list[SearchHit]
+    withheld: list[dict[str, str]]
+    context: str
+    workflow_id: str
+
+
+class MemoryPage(BaseModel):
+    items: list[dict[str, Any]]
+    next_cursor: str | None = None
+
+
+class MemwardenClient:
+    """One client per agent backend (or per token); `async with` closes the connection pool."""
+
+    def __init__(
+        self, base_url: str, token: str, *, timeout: float = 30.0, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
+        self._http = httpx.AsyncClient(
+            base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout, transport=transport
+        )
+
+    async def __aenter__(self) -> MemwardenClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = await self._http.request(method, path, **kwargs)
+        if response.status_code >= 400:
+            try:
+                problem = response.json()
+            except ValueError:
+                problem = {"detail": response.reason_phrase}
+            raise MemwardenError(response.status_code, problem)
+        return response.json()
+
+    async def remember(
+        self,
+        content: str,
+        *,
+        type: MemoryType | str,
+        source_kind: SourceKind | str,
+        reason: str,
+        **fields: Any,
+    ) -> RememberAnswer:
+        body = {"content": content, "type": str(type), "source_kind": str(source_kind), "reason": reason, **fields}
+        if isinstance(body.get("source_ref"), SourceRef):
+            body["source_ref"] = body["source_ref"].model_dump(exclude_none=True)
+        return RememberAnswer.model_validate(await self._call("POST", "/v1/memories", json=body))
+
+    async def search(
+        self, query: str, *, k: int | None = None, types: list[str] | None = None, consequence: str | None = None
+    ) -> SearchAnswer:
+        body: dict[str, Any] = {"query": query}
+        if k is not None:
+            body["k"] = k
+        if types is not None:
+            body["types"] = types
+        if consequence is not None:
+            body["consequence"] = consequence
+        return SearchAnswer.model_validate(await self._call("POST", "/v1/search", json=body))
+
+    async def list_memories(
+        self, *, status: list[str] | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> MemoryPage:
+        params: list[tuple[str, str | int]] = [("status", s) for s in status or []]
+        if limit is not None:
+            params.append(("limit", limit))
+        if cursor is not None:
+            params.append(("cursor", cursor))
+        return MemoryPage.model_validate(await self._call("GET", "/v1/memories", params=params))
+
+    async def get_memory(self, memory_id: str) -> dict[str, Any]:
+        return await self._call("GET", f"/v1/memories/{memory_id}")  # type: ignore[no-any-return]
+
+    async def ready(self) -> dict[str, Any]:
+        return await self._call("GET", "/readyz")  # type: ignore[no-any-return]

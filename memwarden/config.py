@@ -1,0 +1,157 @@
+"""Every knob memwarden has, in one pydantic-settings class (env prefix `MEMWARDEN_`).
+
+Two profiles share the same code: `embedded` (SQLite, Qdrant Edge, in-process cache, secrets
+created in the data dir on first use) and `production` (PostgreSQL, a Qdrant server, Redis,
+secrets from the environment). The profile only picks defaults; any field can be set explicitly.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+from collections.abc import Callable
+from enum import StrEnum
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Profile(StrEnum):
+    EMBEDDED = "embedded"
+    PRODUCTION = "production"
+
+
+class VectorBackend(StrEnum):
+    EDGE = "edge"
+    QDRANT = "qdrant"
+
+
+class CacheBackend(StrEnum):
+    MEMORY = "memory"
+    REDIS = "redis"
+
+
+class Settings(BaseSettings):
+    """Configuration for the API, the worker and `memwarden up`."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMWARDEN_", extra="ignore")
+
+    profile: Profile = Profile.EMBEDDED
+    data_dir: Path = Field(
+        default=Path(".memwarden"), description="Embedded data: SQLite, Edge shard, secrets, Temporal db."
+    )
+
+    database_url: str | None = Field(default=None, description="SQLAlchemy async URL; default SQLite in the data dir.")
+    vector_backend: VectorBackend | None = Field(default=None, description="edge (embedded) or qdrant (production).")
+    qdrant_url: str | None = Field(default=None, description="Qdrant server URL for the qdrant backend.")
+    qdrant_api_key: str | None = None
+    qdrant_location: str | None = Field(
+        default=None, description="qdrant-client local mode (':memory:' or a path); tests only."
+    )
+    qdrant_collection: str = "memories"
+    cache_backend: CacheBackend | None = Field(default=None, description="memory (embedded) or redis (production).")
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    cache_ttl_seconds: int = Field(default=300, gt=0)
+    replica_urls: list[str] = Field(
+        default_factory=list, description="SQL URLs that receive copies of committed memories."
+    )
+
+    temporal_address: str = "127.0.0.1:7233"
+    temporal_namespace: str = "default"
+    temporal_task_queue: str = "memwarden"
+    temporal_ui_port: int = 8233
+    temporal_tls: bool = False
+
+    api_host: str = "127.0.0.1"
+    api_port: int = 8080
+
+    auth_secret: str | None = Field(
+        default=None, description="HS256 secret for bearer tokens; embedded: a file in the data dir."
+    )
+    auth_issuer: str = "memwarden"
+    token_ttl_seconds: int = Field(default=3600, gt=0)
+    codec_key: str | None = Field(
+        default=None, description="base64 AES-256 key for Temporal payloads; embedded: a file in the data dir."
+    )
+
+    max_content_chars: int = Field(default=4096, gt=0)
+    max_request_bytes: int = Field(default=64 * 1024, gt=0)
+    default_k: int = Field(default=5, gt=0)
+    max_k: int = Field(default=50, gt=0)
+    max_page_size: int = Field(default=200, gt=0)
+    default_page_size: int = Field(default=50, gt=0)
+    max_query_chars: int = Field(default=2048, gt=0)
+
+    workflow_timeout_seconds: float = Field(default=30.0, gt=0)
+
+    @model_validator(mode="after")
+    def _profile_defaults(self) -> Settings:
+        embedded = self.profile is Profile.EMBEDDED
+        if self.vector_backend is None:
+            self.vector_backend = VectorBackend.EDGE if embedded else VectorBackend.QDRANT
+        if self.cache_backend is None:
+            self.cache_backend = CacheBackend.MEMORY if embedded else CacheBackend.REDIS
+        if self.database_url is None:
+            if not embedded:
+                raise ValueError("MEMWARDEN_DATABASE_URL is required in the production profile")
+            self.database_url = f"sqlite+aiosqlite:///{(self.data_dir / 'memwarden.db').resolve()}"
+        if not embedded:
+            if not self.auth_secret:
+                raise ValueError("MEMWARDEN_AUTH_SECRET is required in the production profile")
+            if not self.codec_key:
+                raise ValueError("MEMWARDEN_CODEC_KEY is required in the production profile")
+            if self.vector_backend is VectorBackend.QDRANT and not (self.qdrant_url or self.qdrant_location):
+                raise ValueError("MEMWARDEN_QDRANT_URL is required for the qdrant backend")
+        return self
+
+    @property
+    def edge_path(self) -> Path:
+        return self.data_dir / "index"
+
+    @property
+    def temporal_db_path(self) -> Path:
+        return self.data_dir / "temporal.db"
+
+    @cached_property
+    def auth_secret_value(self) -> str:
+        """The signing secret; embedded profile creates it once in the data dir (mode 0600)."""
+        if self.auth_secret:
+            return self.auth_secret
+        return _secret_file(self.data_dir / "auth.secret", lambda: secrets.token_urlsafe(48))
+
+    @cached_property
+    def codec_key_bytes(self) -> bytes:
+        """32-byte AES key for the payload codec; embedded profile creates it in the data dir."""
+        raw = self.codec_key or _secret_file(
+            self.data_dir / "codec.key", lambda: base64.b64encode(secrets.token_bytes(32)).decode()
+        )
+        key = base64.b64decode(raw)
+        if len(key) != 32:
+            raise ValueError("codec key must be 32 bytes, base64-encoded")
+        return key
+
+
+def _secret_file(path: Path, make: Callable[[], str]) -> str:
+    """Read a secret, or create it exactly once (O_EXCL: a racing process reads the winner's)."""
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = make()
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(value)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink()
+    return path.read_text().strip()
+
+
+def load_settings(**overrides: object) -> Settings:
+    return Settings(**overrides)  # type: ignore[arg-type]

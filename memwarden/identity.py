@@ -1,0 +1,215 @@
+"""Who is asking, and which namespaces that lets them read or write.
+
+Authorization is computed here once, as a `ReadFilter` that the index and the store apply inside
+their queries; nothing downstream decides access from similarity or from what a hit happens to be.
+"""
+
+from __future__ import annotations
+
+import time
+from enum import StrEnum
+
+import jwt
+from pydantic import BaseModel, ConfigDict, Field
+
+from memwarden.records import (
+    MemoryType,
+    NamespaceClause,
+    ReadFilter,
+    Scope,
+    Sensitivity,
+)
+
+ALGORITHM = "HS256"
+
+
+class Role(StrEnum):
+    USER = "user"
+    AGENT = "agent"
+    OPERATOR = "operator"
+    PRIVACY = "privacy"
+    SYSTEM = "system"
+
+
+class Principal(BaseModel):
+    """The verified claims of a bearer token."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant: str = Field(min_length=1, max_length=128)
+    sub: str = Field(min_length=1, max_length=256)
+    role: Role
+    agent: str | None = Field(default=None, max_length=256)
+    on_behalf_of: str | None = Field(default=None, max_length=256)
+    stores: tuple[str, ...] = ()
+
+    @property
+    def actor(self) -> str:
+        """A stable, content-free label for audit: role and subject."""
+        return f"{self.role.value}:{self.sub}"
+
+    @property
+    def subject_owner(self) -> str | None:
+        """The person whose memories this principal acts on, if any."""
+        if self.role is Role.USER:
+            return self.sub
+        if self.role is Role.AGENT:
+            return self.on_behalf_of
+        return None
+
+
+class AuthError(Exception):
+    """The token is missing, malformed, expired or signed with another key (-> 401)."""
+
+
+class Forbidden(Exception):
+    """The principal is known but may not do this (-> 403, or 404 where existence must not leak)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def mint_token(
+    secret: str,
+    *,
+    tenant: str,
+    sub: str,
+    role: Role | str,
+    agent: str | None = None,
+    on_behalf_of: str | None = None,
+    stores: list[str] | tuple[str, ...] = (),
+    ttl_seconds: int = 3600,
+    issuer: str = "memwarden",
+    now: float | None = None,
+) -> str:
+    principal = Principal(
+        tenant=tenant, sub=sub, role=Role(role), agent=agent, on_behalf_of=on_behalf_of, stores=tuple(stores)
+    )
+    if principal.role is Role.AGENT and not principal.agent:
+        raise ValueError("an agent token needs --agent")
+    issued = int(now if now is not None else time.time())
+    claims: dict[str, object] = {
+        "iss": issuer,
+        "tenant": principal.tenant,
+        "sub": principal.sub,
+        "role": principal.role.value,
+        "iat": issued,
+        "exp": issued + ttl_seconds,
+    }
+    if principal.agent:
+        claims["agent"] = principal.agent
+    if principal.on_behalf_of:
+        claims["on_behalf_of"] = principal.on_behalf_of
+    if principal.stores:
+        claims["stores"] = list(principal.stores)
+    return jwt.encode(claims, secret, algorithm=ALGORITHM)
+
+
+def verify_token(token: str, secret: str, *, issuer: str = "memwarden") -> Principal:
+    try:
+        claims = jwt.decode(
+            token,
+            secret,
+            algorithms=[ALGORITHM],
+            issuer=issuer,
+            options={"require": ["exp", "iat", "sub", "iss"]},
+        )
+    except jwt.PyJWTError as exc:
+        raise AuthError(type(exc).__name__) from None
+    try:
+        stores = claims.get("stores") or []
+        if not isinstance(stores, list):
+            raise AuthError("stores claim must be a list")
+        principal = Principal(
+            tenant=claims["tenant"],
+            sub=claims["sub"],
+            role=claims["role"],
+            agent=claims.get("agent"),
+            on_behalf_of=claims.get("on_behalf_of"),
+            stores=tuple(str(s) for s in stores),
+        )
+    except (KeyError, ValueError) as exc:
+        raise AuthError("invalid claims") from exc
+    if principal.role is Role.AGENT and not principal.agent:
+        raise AuthError("agent token without agent claim")
+    return principal
+
+
+def read_filter(
+    principal: Principal,
+    *,
+    types: tuple[MemoryType, ...] | None = None,
+    max_sensitivity: Sensitivity = Sensitivity.RESTRICTED,
+) -> ReadFilter:
+    """The namespaces a principal may read memory *content* from.
+
+    - user: their own user-scoped memories, what agents keep privately about them (it is theirs
+      to see), and the shared stores they are a member of.
+    - agent: the user-scoped memories of the user it serves, its own private memories (about that
+      user, or about no user), and its shared stores. Never another agent's private store.
+    - operator, privacy, system: no content through search (metadata and receipts elsewhere).
+    """
+    clauses: list[NamespaceClause] = []
+    if principal.role is Role.USER:
+        clauses.append(NamespaceClause(scope=Scope.USER, owner_ids=(principal.sub,)))
+        clauses.append(NamespaceClause(scope=Scope.AGENT, owner_ids=(principal.sub,)))
+    elif principal.role is Role.AGENT:
+        assert principal.agent is not None
+        own = tuple(o for o in (principal.on_behalf_of, agent_self_owner(principal.agent)) if o)
+        if principal.on_behalf_of:
+            clauses.append(NamespaceClause(scope=Scope.USER, owner_ids=(principal.on_behalf_of,)))
+        clauses.append(NamespaceClause(scope=Scope.AGENT, owner_ids=own, agent_id=principal.agent))
+    if principal.stores and principal.role in (Role.USER, Role.AGENT):
+        clauses.append(NamespaceClause(scope=Scope.SHARED, stores=tuple(sorted(principal.stores))))
+    return ReadFilter(tenant_id=principal.tenant, clauses=tuple(clauses), types=types, max_sensitivity=max_sensitivity)
+
+
+def agent_self_owner(agent: str) -> str:
+    """owner_id of an agent's memories that are about no user (its own procedures, say)."""
+    return f"agent:{agent}"
+
+
+class WriteTarget(BaseModel):
+    """The namespace a candidate will be written into, after the principal was checked."""
+
+    tenant_id: str
+    owner_id: str
+    scope: Scope
+    agent_id: str | None = None
+    store: str | None = None
+
+
+def write_target(principal: Principal, *, scope: Scope, owner_id: str | None, store: str | None) -> WriteTarget:
+    """Where a principal may write; raises Forbidden with a reason code otherwise."""
+    if principal.role not in (Role.USER, Role.AGENT):
+        raise Forbidden("role_cannot_write")
+    if principal.role is Role.USER:
+        if owner_id not in (None, principal.sub):
+            raise Forbidden("owner_mismatch")
+        owner = principal.sub
+        if scope is Scope.AGENT:
+            raise Forbidden("user_cannot_write_agent_scope")
+    else:
+        assert principal.agent is not None
+        if scope is Scope.AGENT:
+            allowed = {principal.on_behalf_of, agent_self_owner(principal.agent)} - {None}
+            owner = owner_id or principal.on_behalf_of or agent_self_owner(principal.agent)
+            if owner not in allowed:
+                raise Forbidden("owner_mismatch")
+        else:
+            if not principal.on_behalf_of:
+                raise Forbidden("agent_serves_no_user")
+            if owner_id not in (None, principal.on_behalf_of):
+                raise Forbidden("owner_mismatch")
+            owner = principal.on_behalf_of
+    if scope is Scope.SHARED:
+        if not store:
+            raise Forbidden("store_required")
+        if store not in principal.stores:
+            raise Forbidden("not_a_store_member")
+        return WriteTarget(tenant_id=principal.tenant, owner_id=owner, scope=scope, store=store)
+    if store is not None:
+        raise Forbidden("store_only_for_shared_scope")
+    agent_id = principal.agent if scope is Scope.AGENT else None
+    return WriteTarget(tenant_id=principal.tenant, owner_id=owner, scope=scope, agent_id=agent_id)

@@ -1,0 +1,1 @@
+"""Pure decisions over typed records: no I/O, safe inside Temporal workflows."""

@@ -1,0 +1,385 @@
+"""The memory record, its status machine and the shapes that cross process boundaries.
+
+Pure pydantic: importable from Temporal workflow code (sandbox-safe, no I/O, no clock).
+Everything here is what ARCHITECTURE.md names "the memory record"; adapters map it to rows,
+points and cache entries, and every derivative carries the record's `id` as lineage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+POLICY_VERSION = "2026-11-30.1"
+"""Stamped on every record and audit event so a decision can be traced to the rules that made it."""
+
+
+class Scope(StrEnum):
+    """Which namespace a memory lives in: the person's, one agent's private store, or a shared store."""
+
+    USER = "user"
+    AGENT = "agent"
+    SHARED = "shared"
+
+
+class MemoryType(StrEnum):
+    PREFERENCE = "preference"
+    FACT = "fact"
+    EPISODIC = "episodic"
+    TASK = "task"
+    PROCEDURAL = "procedural"
+    SUMMARY = "summary"
+
+
+class SourceKind(StrEnum):
+    """Where a candidate came from; the write gate's trust decision starts here."""
+
+    USER = "user"
+    APP = "app"
+    SYSTEM = "system"
+    DOCUMENT = "document"
+    TOOL = "tool"
+    MODEL = "model"
+
+
+class Sensitivity(StrEnum):
+    """Ordered labels; compare with `sensitivity_rank`, never with string order."""
+
+    PUBLIC = "public"
+    LOW = "low"
+    INTERNAL = "internal"
+    CONFIDENTIAL = "confidential"
+    RESTRICTED = "restricted"
+
+
+SENSITIVITY_ORDER: tuple[Sensitivity, ...] = (
+    Sensitivity.PUBLIC,
+    Sensitivity.LOW,
+    Sensitivity.INTERNAL,
+    Sensitivity.CONFIDENTIAL,
+    Sensitivity.RESTRICTED,
+)
+
+
+def sensitivity_rank(value: Sensitivity | str) -> int:
+    """Position in the public < ... < restricted order, for range filters in every store."""
+    return SENSITIVITY_ORDER.index(Sensitivity(value))
+
+
+class Status(StrEnum):
+    PENDING = "pending"
+    ACTIVE = "active"
+    STALE = "stale"
+    SUPERSEDED = "superseded"
+    INVALIDATED = "invalidated"
+    QUARANTINED = "quarantined"
+    EXPIRED = "expired"
+    REJECTED = "rejected"
+    TOMBSTONED = "tombstoned"
+    PURGED = "purged"
+
+
+ELIGIBLE_STATUSES: frozenset[Status] = frozenset({Status.ACTIVE, Status.STALE})
+"""Only these may be retrieved (stale only under the freshness policy)."""
+
+LIVE_STATUSES: frozenset[Status] = frozenset({Status.PENDING, Status.ACTIVE, Status.STALE})
+"""States that still hold a slot's value: at most one live value per slot per namespace."""
+
+_FORGETTABLE = frozenset(s for s in Status if s not in (Status.PURGED, Status.TOMBSTONED))
+
+TRANSITIONS: dict[Status, frozenset[Status]] = {
+    Status.PENDING: frozenset({Status.ACTIVE, Status.REJECTED}),
+    Status.ACTIVE: frozenset({Status.STALE, Status.SUPERSEDED, Status.QUARANTINED, Status.EXPIRED, Status.INVALIDATED}),
+    Status.STALE: frozenset({Status.ACTIVE, Status.INVALIDATED, Status.SUPERSEDED, Status.QUARANTINED, Status.EXPIRED}),
+    Status.SUPERSEDED: frozenset(),
+    Status.INVALIDATED: frozenset(),
+    Status.QUARANTINED: frozenset(),
+    Status.EXPIRED: frozenset(),
+    Status.REJECTED: frozenset(),
+    Status.TOMBSTONED: frozenset({Status.PURGED}),
+    Status.PURGED: frozenset(),
+}
+"""The status machine of ARCHITECTURE.md; `forget` (-> tombstoned) is allowed from any non-purged state."""
+
+
+class InvalidTransition(ValueError):
+    """A status change the machine does not allow; carries both states, never content."""
+
+    def __init__(self, current: Status, target: Status) -> None:
+        super().__init__(f"invalid status transition {current.value} -> {target.value}")
+        self.current = current
+        self.target = target
+
+
+def can_transition(current: Status, target: Status) -> bool:
+    if target is Status.TOMBSTONED:
+        return current in _FORGETTABLE
+    return target in TRANSITIONS[current]
+
+
+def check_transition(current: Status, target: Status) -> None:
+    if not can_transition(current, target):
+        raise InvalidTransition(current, target)
+
+
+class Decision(StrEnum):
+    ADD = "ADD"
+    UPDATE = "UPDATE"
+    NOOP = "NOOP"
+    REJECT = "REJECT"
+    PENDING = "PENDING"
+
+
+class Freshness(StrEnum):
+    FRESH = "fresh"
+    VERIFIED = "verified"
+    UNVERIFIED = "unverified"
+    STALE = "stale"
+
+
+class Consequence(StrEnum):
+    LOW = "low"
+    HIGH = "high"
+
+
+class WriteReason(StrEnum):
+    USER_EXPLICIT_PREFERENCE = "user_explicit_preference"
+    USER_STATED_FACT = "user_stated_fact"
+    TASK_OUTCOME = "task_outcome"
+    APP_OBSERVATION = "app_observation"
+    OPERATOR_APPROVED_UPDATE = "operator_approved_update"
+    TOOL_OBSERVATION_UNVERIFIED = "tool_observation_unverified"
+    DERIVED_SUMMARY = "derived_summary"
+
+
+class SourceRef(BaseModel):
+    """Points at the system of record that owns a fact, so it can be revalidated there."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    system: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    key: str = Field(min_length=1, max_length=256)
+    version: str | None = Field(default=None, max_length=256)
+
+
+class Provenance(BaseModel):
+    """Who wrote a memory and from where; ids only."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session: str | None = Field(default=None, max_length=128)
+    turn: str | None = Field(default=None, max_length=128)
+    span: str | None = Field(default=None, max_length=128)
+    writer: str | None = Field(default=None, max_length=256)
+
+
+def content_hash(content: str) -> str:
+    """sha256 of the content: what logs, audit and history may carry instead of the text."""
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+class Namespace(BaseModel):
+    """Where one memory lives. Every read filter is a set of these shapes within one tenant."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant_id: str
+    scope: Scope
+    owner_id: str
+    agent_id: str | None = None
+    store: str | None = None
+
+
+class MemoryRecord(BaseModel):
+    """One memory: a row in the durable store, the single source of truth."""
+
+    id: str
+    tenant_id: str
+    owner_id: str
+    scope: Scope = Scope.USER
+    agent_id: str | None = None
+    store: str | None = None
+    type: MemoryType
+    slot: str | None = None
+    content: str | None
+    content_hash: str
+    source_kind: SourceKind
+    source_ref: SourceRef | None = None
+    provenance: Provenance = Field(default_factory=Provenance)
+    reason: str
+    importance: float = 0.5
+    confidence: float = 1.0
+    sensitivity: Sensitivity = Sensitivity.LOW
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    expires_at: datetime | None = None
+    last_confirmed_at: datetime | None = None
+    last_used_at: datetime | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    status: Status = Status.ACTIVE
+    retention_class: str = "standard"
+    policy_version: str = POLICY_VERSION
+    version: int = 1
+    created_at: datetime
+    updated_at: datetime
+    tombstoned_at: datetime | None = None
+    purged_at: datetime | None = None
+
+    @property
+    def namespace(self) -> Namespace:
+        return Namespace(
+            tenant_id=self.tenant_id,
+            scope=self.scope,
+            owner_id=self.owner_id,
+            agent_id=self.agent_id,
+            store=self.store,
+        )
+
+
+class NamespaceClause(BaseModel):
+    """One readable slice: equality on the fields set; None means 'not constrained'."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scope: Scope
+    owner_ids: tuple[str, ...] | None = None
+    agent_id: str | None = None
+    stores: tuple[str, ...] | None = None
+
+
+class ReadFilter(BaseModel):
+    """What a principal may read: tenant AND (any clause) AND types AND sensitivity AND status.
+
+    Both index adapters and the SQL store translate this into their own query language, so the
+    authorization happens *inside* the query that ranks, never after it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant_id: str
+    clauses: tuple[NamespaceClause, ...]
+    types: tuple[MemoryType, ...] | None = None
+    max_sensitivity: Sensitivity = Sensitivity.RESTRICTED
+    statuses: tuple[Status, ...] = tuple(sorted(ELIGIBLE_STATUSES))
+
+    def admits(self, record: MemoryRecord, now: datetime | None = None) -> bool:
+        """The same predicate in Python: used to re-check index hits against the durable store."""
+        if record.tenant_id != self.tenant_id or record.status not in self.statuses:
+            return False
+        if self.types is not None and record.type not in self.types:
+            return False
+        if sensitivity_rank(record.sensitivity) > sensitivity_rank(self.max_sensitivity):
+            return False
+        if now is not None and record.expires_at is not None and record.expires_at <= now:
+            return False
+        return any(_clause_admits(c, record) for c in self.clauses)
+
+
+def _clause_admits(clause: NamespaceClause, record: MemoryRecord) -> bool:
+    if record.scope is not clause.scope:
+        return False
+    if clause.owner_ids is not None and record.owner_id not in clause.owner_ids:
+        return False
+    if clause.agent_id is not None and record.agent_id != clause.agent_id:
+        return False
+    return clause.stores is None or record.store in clause.stores
+
+
+class IndexPoint(BaseModel):
+    """What the vector index holds for one memory: vectors plus the payload its filters need."""
+
+    memory_id: str
+    tenant_id: str
+    owner_id: str
+    scope: Scope
+    agent_id: str | None
+    store: str | None
+    type: MemoryType
+    status: Status
+    sensitivity_rank: int
+    expires_at_ts: float | None
+    created_at_ts: float
+    importance: float
+    dense: list[float]
+    text: str
+    """Used only to compute the BM25 sparse vector inside the adapter; never stored as payload."""
+
+
+class Hit(BaseModel):
+    memory_id: str
+    score: float
+
+
+class CandidateIn(BaseModel):
+    """What an agent or user proposes (`POST /v1/memories`), validated at the API edge."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1)
+    type: MemoryType
+    slot: str | None = Field(default=None, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$")
+    source_kind: SourceKind
+    source_ref: SourceRef | None = None
+    reason: str = Field(min_length=1, max_length=64)
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    sensitivity: Sensitivity = Sensitivity.LOW
+    scope: Scope = Scope.USER
+    store: str | None = Field(default=None, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$")
+    ttl_seconds: int | None = Field(default=None, gt=0, le=10 * 365 * 86400)
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=128)
+    owner_id: str | None = Field(default=None, min_length=1, max_length=256)
+    provenance: Provenance | None = None
+
+
+class RememberInput(BaseModel):
+    """RememberWorkflow's input: a claim check for the content, never the content itself."""
+
+    memory_id: str
+    candidate_ref: str
+    content_hash: str
+    content_chars: int
+    tenant_id: str
+    owner_id: str
+    scope: Scope
+    agent_id: str | None
+    store: str | None
+    type: MemoryType
+    slot: str | None
+    source_kind: SourceKind
+    source_ref: SourceRef | None
+    provenance: Provenance
+    reason: str
+    importance: float | None
+    sensitivity: Sensitivity
+    ttl_seconds: int | None
+    idempotency_key: str | None = None
+    actor: str
+
+
+class RememberResult(BaseModel):
+    decision: Decision
+    reason: str
+    memory_id: str | None = None
+    supersedes: str | None = None
+
+
+class RetrieveInput(BaseModel):
+    """RetrieveWorkflow's input: the query text is needed to rank; it is encrypted by the codec."""
+
+    query: str
+    k: int
+    read_filter: ReadFilter
+    consequence: Consequence = Consequence.LOW
+    actor: str
+
+
+class RetrieveResult(BaseModel):
+    """Ids and scores only: the API loads content after re-checking eligibility (claim check)."""
+
+    hits: list[Hit]
+    withheld: list[dict[str, Any]] = Field(default_factory=list)

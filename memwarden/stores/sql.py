@@ -1,0 +1,634 @@
+"""The durable store: the single source of truth for memory, on SQLite (embedded) or PostgreSQL.
+
+One repository, `SqlStore`, over SQLAlchemy 2 async Core, with the same tables and Alembic
+migrations on both dialects. What it guarantees:
+- authorization is evaluated *in SQL*: a `ReadFilter` becomes one WHERE clause
+  (`read_filter_clause`), used both to re-check index hits (`eligible`) and to list;
+- writes are serialized where they must be: every SQLite write transaction is `BEGIN IMMEDIATE`
+  (the database write lock, across processes), and the audit chain and migrations take
+  PostgreSQL advisory locks, so the hash chain never forks and two processes may migrate at once;
+- ids, hashes and counts only in errors and logs; never content.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import event
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, RowMapping, make_url
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.sql.elements import ColumnElement
+
+from memwarden.records import (
+    MemoryRecord,
+    NamespaceClause,
+    ReadFilter,
+    Status,
+    check_transition,
+    sensitivity_rank,
+)
+from memwarden.stores.audit import GENESIS_HASH, AuditEvent, AuditEventIn, chain_hash
+from memwarden.stores.sql_models import audit_events, candidates, memories, owner_settings
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+_IMMEDIATE = "memwarden_sqlite_immediate"
+"""Execution option: open this SQLite transaction with BEGIN IMMEDIATE (take the write lock now)."""
+
+_MIGRATE_LOCK_KEY = 0x6D77_6D69_6772_6174
+"""pg_advisory_xact_lock key held while migrating ("mwmigrat")."""
+_AUDIT_LOCK_KEY = 0x6D77_6175_6469_7400
+"""pg_advisory_xact_lock key that serializes appends to the audit chain ("mwaudit")."""
+
+_CHUNK = 500
+"""Ids per IN (...) list: far below SQLite's and asyncpg's bound-parameter limits."""
+_VERIFY_BATCH = 1000
+_MIGRATE_SQLITE_ATTEMPTS = 12
+"""Attempts, each waiting up to the 5 s busy timeout: about a minute for another process's migration."""
+_PING_TIMEOUT = 2.0
+
+_RECORD_FIELDS: tuple[str, ...] = tuple(MemoryRecord.model_fields)
+_AUDIT_FIELDS: tuple[str, ...] = tuple(AuditEventIn.model_fields)
+
+
+class ConcurrencyConflict(Exception):
+    """The memory changed since the caller read it (optimistic concurrency on `version`)."""
+
+    def __init__(self, memory_id: str, expected: int | None, actual: int | None) -> None:
+        super().__init__(f"memory {memory_id}: expected version {expected}, found {actual}")
+        self.memory_id = memory_id
+        self.expected = expected
+        self.actual = actual
+
+
+class SqlStore:
+    """Async repository over the durable store; open with `SqlStore.open(url)`, then `migrate()`."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @classmethod
+    async def open(cls, url: str, *, schema: str | None = None) -> SqlStore:
+        """Create the engine for an async URL (sqlite+aiosqlite or postgresql+asyncpg).
+
+        `schema` (PostgreSQL only) puts every table in that schema via the search_path: tests
+        use it for isolation, deployments may use it to share a database.
+        """
+        sa_url = make_url(url)
+        backend = sa_url.get_backend_name()
+        if backend == "sqlite":
+            if schema is not None:
+                raise ValueError("schema is a PostgreSQL option")
+            if sa_url.drivername == "sqlite":
+                sa_url = sa_url.set(drivername="sqlite+aiosqlite")
+            database = sa_url.database or ""
+            if database in ("", ":memory:") or database.startswith("file:"):
+                raise ValueError("SQLite needs a file path (in-memory databases are per-connection)")
+            await asyncio.to_thread(_ensure_parent_dir, database)
+            engine = create_async_engine(sa_url)
+            event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
+            event.listen(engine.sync_engine, "begin", _sqlite_on_begin)
+        elif backend == "postgresql":
+            if sa_url.drivername == "postgresql":
+                sa_url = sa_url.set(drivername="postgresql+asyncpg")
+            connect_args: dict[str, Any] = {}
+            if schema is not None:
+                connect_args["server_settings"] = {"search_path": schema}
+            engine = create_async_engine(
+                sa_url,
+                pool_size=5,
+                max_overflow=5,
+                pool_pre_ping=True,
+                pool_recycle=1800,
+                connect_args=connect_args,
+            )
+        else:
+            raise ValueError(f"unsupported database backend: {backend}")
+        return cls(engine)
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """The underlying engine, for code that needs a query this repository does not offer."""
+        return self._engine
+
+    @property
+    def dialect(self) -> str:
+        """'sqlite' or 'postgresql': the few places that differ (upserts, locks) branch on it."""
+        return self._engine.dialect.name
+
+    async def migrate(self) -> None:
+        """Upgrade to the newest schema; a no-op when current; safe from several processes at once.
+
+        Three locks: one per process around Alembic (its `context`/`op` are process globals, so
+        two migrations interleaving on one event loop would cross wires), then the database's
+        own: PostgreSQL's advisory transaction lock, or SQLite's write lock (BEGIN IMMEDIATE),
+        taken before Alembic reads the version table. A SQLite lock wait that outlasts the busy
+        timeout (another process running a long migration) is retried.
+        """
+        async with _alembic_guard():
+            for attempt in range(_MIGRATE_SQLITE_ATTEMPTS):
+                try:
+                    async with self._write() as conn:
+                        if self.dialect == "postgresql":
+                            await conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATE_LOCK_KEY})
+                        else:
+                            await conn.execute(sa.text("SELECT 1"))  # BEGIN IMMEDIATE happens here
+                        await conn.run_sync(_upgrade_head)
+                    return
+                except OperationalError as exc:
+                    locked = self.dialect == "sqlite" and "locked" in str(exc.orig)
+                    if not locked or attempt == _MIGRATE_SQLITE_ATTEMPTS - 1:
+                        raise
+
+    async def close(self) -> None:
+        await self._engine.dispose()
+
+    async def ping(self) -> bool:
+        """Readiness: True when a trivial query answers within `_PING_TIMEOUT` seconds."""
+        try:
+            async with asyncio.timeout(_PING_TIMEOUT), self._engine.connect() as conn:
+                await conn.execute(sa.text("SELECT 1"))
+        except Exception:  # any failure means "not ready"; callers only need the boolean
+            return False
+        return True
+
+    @asynccontextmanager
+    async def _read(self) -> AsyncIterator[AsyncConnection]:
+        async with self._engine.connect() as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[AsyncConnection]:
+        """One write transaction; on SQLite it holds the write lock from its first statement."""
+        async with self._engine.connect() as conn:
+            if self.dialect == "sqlite":
+                await conn.execution_options(**{_IMMEDIATE: True})
+            async with conn.begin():
+                yield conn
+
+    def _insert(self, table: sa.Table) -> sqlite.Insert | postgresql.Insert:
+        """The dialect's INSERT, which has ON CONFLICT on both SQLite and PostgreSQL."""
+        return postgresql.insert(table) if self.dialect == "postgresql" else sqlite.insert(table)
+
+    # -- claim check -----------------------------------------------------------------------
+
+    async def put_candidate(self, ref: str, tenant_id: str, content: str, expires_at: datetime) -> None:
+        """Park content in flight so workflow payloads carry only `ref`; re-putting a ref replaces it."""
+        c = candidates.c
+        stmt = self._insert(candidates).values(
+            ref=ref, tenant_id=tenant_id, content=content, created_at=_utcnow(), expires_at=expires_at
+        )
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[c.ref],
+            set_={"content": stmt.excluded.content, "expires_at": stmt.excluded.expires_at},
+            where=c.tenant_id == stmt.excluded.tenant_id,
+        )
+        async with self._write() as conn:
+            result = await conn.execute(stmt)
+            if result.rowcount != 1:
+                raise ValueError(f"candidate ref {ref} belongs to another tenant")
+
+    async def get_candidate(self, ref: str) -> str | None:
+        """The parked content, or None when absent or past its `expires_at`."""
+        c = candidates.c
+        async with self._read() as conn:
+            return await conn.scalar(sa.select(c.content).where(c.ref == ref, c.expires_at > _utcnow()))
+
+    async def delete_candidate(self, ref: str) -> None:
+        """Drop parked content once it is committed or rejected (idempotent)."""
+        async with self._write() as conn:
+            await conn.execute(sa.delete(candidates).where(candidates.c.ref == ref))
+
+    async def delete_expired_candidates(self, now: datetime) -> int:
+        """Sweep parked content whose workflow never came back for it; returns how many went."""
+        async with self._write() as conn:
+            result = await conn.execute(sa.delete(candidates).where(candidates.c.expires_at <= now))
+            return result.rowcount
+
+    # -- memories --------------------------------------------------------------------------
+
+    async def insert_memory(
+        self,
+        record: MemoryRecord,
+        *,
+        idempotency_key: str | None = None,
+        derived_from: list[str] | None = None,
+    ) -> MemoryRecord:
+        """Insert a memory; idempotent for retried activities.
+
+        The same id again (or the same idempotency key in the tenant) returns the row already
+        stored, unchanged, without error.
+        """
+        values = _record_to_row(record)
+        values["idempotency_key"] = idempotency_key
+        values["derived_from"] = list(derived_from) if derived_from is not None else None
+        stmt = self._insert(memories).values(**values).on_conflict_do_nothing().returning(*memories.c)
+        async with self._write() as conn:
+            inserted = (await conn.execute(stmt)).mappings().first()
+            if inserted is not None:
+                return _row_to_record(inserted)
+            existing = await _select_memory(conn, record.tenant_id, record.id)
+            if existing is None and idempotency_key is not None:
+                existing = await _select_by_key(conn, record.tenant_id, idempotency_key)
+            if existing is None:
+                raise ValueError(f"memory id {record.id} is taken in another tenant")
+            return existing
+
+    async def get_memory(self, tenant_id: str, memory_id: str) -> MemoryRecord | None:
+        """One memory of this tenant; another tenant's id is simply absent."""
+        async with self._read() as conn:
+            return await _select_memory(conn, tenant_id, memory_id)
+
+    async def get_many(self, tenant_id: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        """Memories of this tenant by id; missing ids are left out of the mapping."""
+        m = memories.c
+        found: dict[str, MemoryRecord] = {}
+        async with self._read() as conn:
+            for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
+                rows = await conn.execute(sa.select(memories).where(m.tenant_id == tenant_id, m.id.in_(chunk)))
+                for row in rows.mappings():
+                    found[row["id"]] = _row_to_record(row)
+        return found
+
+    async def find_by_idempotency_key(self, tenant_id: str, key: str) -> MemoryRecord | None:
+        """The memory an earlier request with this key created, so a retried request answers the same."""
+        async with self._read() as conn:
+            return await _select_by_key(conn, tenant_id, key)
+
+    async def eligible(self, read_filter: ReadFilter, ids: Sequence[str], now: datetime) -> list[MemoryRecord]:
+        """The subset of `ids` this filter admits *now*, in the order of `ids`.
+
+        The durable store never lags a tombstone, so index hits are re-checked here before any
+        content is loaded.
+        """
+        if not ids or not read_filter.clauses:
+            return []
+        ordered = list(dict.fromkeys(ids))
+        where = read_filter_clause(read_filter, now=now)
+        found: dict[str, MemoryRecord] = {}
+        async with self._read() as conn:
+            for chunk in _chunks(ordered, _CHUNK):
+                rows = await conn.execute(sa.select(memories).where(where, memories.c.id.in_(chunk)))
+                for row in rows.mappings():
+                    found[row["id"]] = _row_to_record(row)
+        return [found[i] for i in ordered if i in found]
+
+    async def list_memories(
+        self, read_filter: ReadFilter, *, limit: int, cursor: str | None, now: datetime | None = None
+    ) -> tuple[list[MemoryRecord], str | None]:
+        """Newest first, keyset-paginated; the cursor is opaque and `ValueError("cursor")` when bad.
+
+        Statuses come from `read_filter.statuses`; past-expiry rows are left out only when `now`
+        is given (a person's own listing may want to show what has lapsed).
+        """
+        if limit < 1:
+            raise ValueError("limit")
+        after = _decode_memory_cursor(cursor) if cursor is not None else None
+        if not read_filter.clauses:
+            return [], None
+        m = memories.c
+        stmt = sa.select(memories).where(read_filter_clause(read_filter, now=now))
+        if after is not None:
+            created_at, memory_id = after
+            stmt = stmt.where(sa.or_(m.created_at < created_at, sa.and_(m.created_at == created_at, m.id < memory_id)))
+        stmt = stmt.order_by(m.created_at.desc(), m.id.desc()).limit(limit + 1)
+        async with self._read() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        page = [_row_to_record(row) for row in rows[:limit]]
+        next_cursor = None
+        if len(rows) > limit:
+            next_cursor = _encode_cursor({"c": _iso(page[-1].created_at), "i": page[-1].id})
+        return page, next_cursor
+
+    async def set_status(
+        self,
+        tenant_id: str,
+        memory_id: str,
+        status: Status,
+        *,
+        expected_version: int | None = None,
+        now: datetime,
+    ) -> MemoryRecord | None:
+        """Move a memory along the status machine; None when it does not exist in this tenant.
+
+        Already in `status`: returned unchanged (so retried activities are harmless). Otherwise
+        the transition is checked (`InvalidTransition`), `version` is bumped and `updated_at` set;
+        entering tombstoned/purged also stamps `tombstoned_at`/`purged_at`. A stale
+        `expected_version`, or a concurrent change, raises `ConcurrencyConflict`.
+        """
+        target = Status(status)
+        m = memories.c
+        async with self._write() as conn:
+            current = await _select_memory(conn, tenant_id, memory_id)
+            if current is None:
+                return None
+            if current.status is target:
+                return current
+            if expected_version is not None and current.version != expected_version:
+                raise ConcurrencyConflict(memory_id, expected_version, current.version)
+            check_transition(current.status, target)
+            changes: dict[str, Any] = {"status": target, "version": current.version + 1, "updated_at": now}
+            if target is Status.TOMBSTONED:
+                changes["tombstoned_at"] = now
+            elif target is Status.PURGED:
+                changes["purged_at"] = now
+            result = await conn.execute(
+                sa.update(memories)
+                .where(m.tenant_id == tenant_id, m.id == memory_id, m.version == current.version)
+                .values({k: _column_value(v) for k, v in changes.items()})
+            )
+            if result.rowcount != 1:
+                raise ConcurrencyConflict(memory_id, current.version, None)
+            updated = await _select_memory(conn, tenant_id, memory_id)
+        assert updated is not None
+        return updated
+
+    async def touch_last_used(self, tenant_id: str, ids: Sequence[str], at: datetime) -> None:
+        """Record that these memories were just returned (recency ranking and retention use it)."""
+        if not ids:
+            return
+        m = memories.c
+        async with self._write() as conn:
+            await conn.execute(
+                sa.update(memories).where(m.tenant_id == tenant_id, m.id.in_(list(ids))).values(last_used_at=at)
+            )
+
+    # -- owner settings --------------------------------------------------------------------
+
+    async def get_settings(self, tenant_id: str, owner_id: str) -> bool:
+        """Whether memory is on for this person; on unless they switched it off."""
+        s = owner_settings.c
+        async with self._read() as conn:
+            value = await conn.scalar(
+                sa.select(s.memory_enabled).where(s.tenant_id == tenant_id, s.owner_id == owner_id)
+            )
+        return True if value is None else bool(value)
+
+    async def put_settings(self, tenant_id: str, owner_id: str, memory_enabled: bool, now: datetime) -> None:
+        """Switch memory on or off for a person (off stops writes and reads; it deletes nothing)."""
+        stmt = self._insert(owner_settings).values(
+            tenant_id=tenant_id, owner_id=owner_id, memory_enabled=memory_enabled, updated_at=now
+        )
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[owner_settings.c.tenant_id, owner_settings.c.owner_id],
+            set_={"memory_enabled": stmt.excluded.memory_enabled, "updated_at": stmt.excluded.updated_at},
+        )
+        async with self._write() as conn:
+            await conn.execute(stmt)
+
+    # -- audit -----------------------------------------------------------------------------
+
+    async def append_audit(self, event: AuditEventIn) -> str:
+        """Append one event to the global hash chain; returns its id.
+
+        Appends are serialized (SQLite write lock, PostgreSQL advisory transaction lock), so the
+        previous hash read here is still the last one when this row lands: the chain never forks.
+        An id already in the chain is not appended again (retried activities).
+        """
+        a = audit_events.c
+        async with self._write() as conn:
+            if self.dialect == "postgresql":
+                await conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _AUDIT_LOCK_KEY})
+            if await conn.scalar(sa.select(a.seq).where(a.id == event.id)) is not None:
+                return event.id
+            prev = await conn.scalar(sa.select(a.hash).order_by(a.seq.desc()).limit(1))
+            prev_hash = prev or GENESIS_HASH
+            await conn.execute(
+                sa.insert(audit_events).values(
+                    **{f: getattr(event, f) for f in _AUDIT_FIELDS},
+                    prev_hash=prev_hash,
+                    hash=chain_hash(prev_hash, event),
+                )
+            )
+        return event.id
+
+    async def list_audit(
+        self, tenant_id: str, *, memory_id: str | None = None, limit: int, cursor: str | None
+    ) -> tuple[list[AuditEvent], str | None]:
+        """A tenant's events, newest first, optionally for one memory; opaque keyset cursor."""
+        if limit < 1:
+            raise ValueError("limit")
+        before = _decode_audit_cursor(cursor) if cursor is not None else None
+        a = audit_events.c
+        stmt = sa.select(audit_events).where(a.tenant_id == tenant_id)
+        if memory_id is not None:
+            stmt = stmt.where(a.memory_id == memory_id)
+        if before is not None:
+            stmt = stmt.where(a.seq < before)
+        stmt = stmt.order_by(a.seq.desc()).limit(limit + 1)
+        async with self._read() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        page = [AuditEvent.model_validate(dict(row)) for row in rows[:limit]]
+        next_cursor = _encode_cursor({"s": page[-1].seq}) if len(rows) > limit else None
+        return page, next_cursor
+
+    async def verify_audit(self) -> tuple[bool, int | None]:
+        """Recompute the whole chain: (True, None), or (False, seq of the first event that fails)."""
+        a = audit_events.c
+        prev_hash = GENESIS_HASH
+        last_seq = 0
+        async with self._read() as conn:
+            while True:
+                rows = (
+                    await conn.execute(
+                        sa.select(audit_events).where(a.seq > last_seq).order_by(a.seq).limit(_VERIFY_BATCH)
+                    )
+                ).mappings()
+                count = 0
+                for row in rows:
+                    count += 1
+                    stored = AuditEventIn.model_construct(**{f: row[f] for f in _AUDIT_FIELDS})
+                    if row["prev_hash"] != prev_hash or row["hash"] != chain_hash(prev_hash, stored):
+                        return False, int(row["seq"])
+                    prev_hash = row["hash"]
+                    last_seq = int(row["seq"])
+                if count < _VERIFY_BATCH:
+                    return True, None
+
+
+# -- the ReadFilter in SQL -------------------------------------------------------------------
+
+
+def read_filter_clause(read_filter: ReadFilter, *, now: datetime | None = None) -> ColumnElement[bool]:
+    """The WHERE clause for what `read_filter` admits; mirrors `ReadFilter.admits` exactly.
+
+    tenant AND (any namespace clause) AND status AND sensitivity AND types AND (when `now` is
+    given) not expired. No clauses admit nothing.
+    """
+    if not read_filter.clauses:
+        return sa.false()
+    m = memories.c
+    conditions: list[ColumnElement[bool]] = [
+        m.tenant_id == read_filter.tenant_id,
+        sa.or_(*(_namespace_clause(c) for c in read_filter.clauses)),
+        m.status.in_([s.value for s in read_filter.statuses]),
+        m.sensitivity_rank <= sensitivity_rank(read_filter.max_sensitivity),
+    ]
+    if read_filter.types is not None:
+        conditions.append(m.type.in_([t.value for t in read_filter.types]))
+    if now is not None:
+        conditions.append(sa.or_(m.expires_at.is_(None), m.expires_at > now))
+    return sa.and_(*conditions)
+
+
+def _namespace_clause(clause: NamespaceClause) -> ColumnElement[bool]:
+    m = memories.c
+    parts: list[ColumnElement[bool]] = [m.scope == clause.scope.value]
+    if clause.owner_ids is not None:
+        parts.append(m.owner_id.in_(list(clause.owner_ids)))
+    if clause.agent_id is not None:
+        parts.append(m.agent_id == clause.agent_id)
+    if clause.stores is not None:
+        parts.append(m.store.in_(list(clause.stores)))
+    return sa.and_(*parts)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+_ALEMBIC_LOCK = threading.Lock()
+
+
+@asynccontextmanager
+async def _alembic_guard() -> AsyncIterator[None]:
+    """Process-wide mutual exclusion for Alembic, usable from any event loop or thread.
+
+    Polls a non-blocking acquire so a cancelled waiter never ends up holding the lock.
+    """
+    # not an asyncio.Event: those belong to one loop, and this must hold across loops and threads
+    while not _ALEMBIC_LOCK.acquire(blocking=False):  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
+    try:
+        yield
+    finally:
+        _ALEMBIC_LOCK.release()
+
+
+def _upgrade_head(connection: Connection) -> None:
+    """Alembic upgrade on a connection that is already inside the locked migration transaction."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR).replace("%", "%%"))
+    config.attributes["connection"] = connection
+    command.upgrade(config, "head")
+
+
+def _ensure_parent_dir(database: str) -> None:
+    Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+
+
+def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
+    """Per-connection SQLite settings; transactions are begun by us (see `_sqlite_on_begin`)."""
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA busy_timeout=5000")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA secure_delete=ON")
+    finally:
+        cursor.close()
+
+
+def _sqlite_on_begin(conn: Connection) -> None:
+    """Writes take the database lock up front, so read-then-write never races another process."""
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_IMMEDIATE) else "BEGIN")
+
+
+async def _select_memory(conn: AsyncConnection, tenant_id: str, memory_id: str) -> MemoryRecord | None:
+    m = memories.c
+    row = (
+        (await conn.execute(sa.select(memories).where(m.tenant_id == tenant_id, m.id == memory_id))).mappings().first()
+    )
+    return _row_to_record(row) if row is not None else None
+
+
+async def _select_by_key(conn: AsyncConnection, tenant_id: str, key: str) -> MemoryRecord | None:
+    m = memories.c
+    row = (
+        (await conn.execute(sa.select(memories).where(m.tenant_id == tenant_id, m.idempotency_key == key)))
+        .mappings()
+        .first()
+    )
+    return _row_to_record(row) if row is not None else None
+
+
+def _column_value(value: Any) -> Any:
+    return value.value if isinstance(value, Enum) else value
+
+
+def _record_to_row(record: MemoryRecord) -> dict[str, Any]:
+    row = {name: _column_value(value) for name, value in record.model_dump(mode="python").items()}
+    row["sensitivity_rank"] = sensitivity_rank(record.sensitivity)
+    return row
+
+
+def _row_to_record(row: RowMapping) -> MemoryRecord:
+    return MemoryRecord.model_validate({name: row[name] for name in _RECORD_FIELDS})
+
+
+def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _iso(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
+def _encode_cursor(payload: dict[str, Any]) -> str:
+    raw = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> dict[str, Any]:
+    try:
+        raw = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True)
+        payload = json.loads(raw.decode("utf-8"))
+    except (binascii.Error, UnicodeError, ValueError):
+        raise ValueError("cursor") from None
+    if not isinstance(payload, dict):
+        raise ValueError("cursor")
+    return payload
+
+
+def _decode_memory_cursor(cursor: str) -> tuple[datetime, str]:
+    payload = _decode_cursor(cursor)
+    created, memory_id = payload.get("c"), payload.get("i")
+    if set(payload) != {"c", "i"} or not isinstance(created, str) or not isinstance(memory_id, str):
+        raise ValueError("cursor")
+    try:
+        at = datetime.fromisoformat(created)
+    except ValueError:
+        raise ValueError("cursor") from None
+    if at.tzinfo is None:
+        raise ValueError("cursor")
+    return at, memory_id
+
+
+def _decode_audit_cursor(cursor: str) -> int:
+    payload = _decode_cursor(cursor)
+    seq = payload.get("s")
+    if set(payload) != {"s"} or not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+        raise ValueError("cursor")
+    return seq

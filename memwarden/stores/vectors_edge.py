@@ -1,0 +1,278 @@
+"""Qdrant Edge: the Qdrant engine in-process, one shard directory, for the embedded profile.
+
+Only the worker opens the shard (one process). Edge calls are synchronous and run in worker
+threads; writes, open, close and vacuum are serialised by one lock so every write is followed by its
+own flush. The shard runs without a write-ahead log: each write is flushed before it returns, and a
+WAL would otherwise keep a copy of a forgotten memory's vectors after it was deleted and vacuumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+from qdrant_edge import (
+    CountRequest,
+    Distance,
+    EdgeConfig,
+    EdgeOptimizersConfig,
+    EdgeShard,
+    EdgeSparseVectorParams,
+    EdgeVectorParams,
+    FieldCondition,
+    Filter,
+    Fusion,
+    HasIdCondition,
+    IdfParams,
+    IntegerIndexParams,
+    IsEmptyCondition,
+    KeywordIndexParams,
+    MatchAny,
+    MatchValue,
+    Modifier,
+    PayloadSchemaType,
+    Point,
+    Prefetch,
+    Query,
+    QueryRequest,
+    RangeFloat,
+    SearchParams,
+    UpdateOperation,
+)
+
+from memwarden.records import Hit, IndexPoint, NamespaceClause, ReadFilter, Status, sensitivity_rank
+from memwarden.stores.vectors import (
+    DENSE,
+    DENSE_DIM,
+    FLOAT_FIELDS,
+    INTEGER_FIELDS,
+    KEYWORD_FIELDS,
+    RRF_K,
+    SPARSE,
+    TENANT_FIELD,
+    IndexUnavailable,
+    bm25_document,
+    bm25_query,
+    check_dim,
+    check_search_args,
+    matches_nothing,
+    payload_of,
+    point_id,
+    prefetch_limit,
+    satisfiable_clauses,
+)
+
+
+def edge_filter(read_filter: ReadFilter, now_ts: float) -> Filter | None:
+    """ReadFilter -> Qdrant Edge filter; None means "admits nothing" (do not query at all)."""
+    if matches_nothing(read_filter):
+        return None
+    must: list = [
+        FieldCondition("tenant_id", match=MatchValue(read_filter.tenant_id)),
+        FieldCondition("status", match=MatchAny([s.value for s in read_filter.statuses])),
+    ]
+    if read_filter.types is not None:
+        must.append(FieldCondition("type", match=MatchAny([t.value for t in read_filter.types])))
+    must.append(
+        FieldCondition("sensitivity_rank", range=RangeFloat(lte=float(sensitivity_rank(read_filter.max_sensitivity))))
+    )
+    must.append(
+        Filter(should=[IsEmptyCondition("expires_at_ts"), FieldCondition("expires_at_ts", range=RangeFloat(gt=now_ts))])
+    )
+    must.append(Filter(should=[_clause_filter(c) for c in satisfiable_clauses(read_filter)]))
+    return Filter(must=must)
+
+
+def _clause_filter(clause: NamespaceClause) -> Filter:
+    must: list = [FieldCondition("scope", match=MatchValue(clause.scope.value))]
+    if clause.owner_ids is not None:
+        must.append(FieldCondition("owner_id", match=MatchAny(list(clause.owner_ids))))
+    if clause.agent_id is not None:
+        must.append(FieldCondition("agent_id", match=MatchValue(clause.agent_id)))
+    if clause.stores is not None:
+        must.append(FieldCondition("store", match=MatchAny(list(clause.stores))))
+    return Filter(must=must)
+
+
+def _config(dim: int) -> EdgeConfig:
+    return EdgeConfig(
+        vectors={DENSE: EdgeVectorParams(size=dim, distance=Distance.Cosine)},
+        sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=Modifier.Idf)},
+        # Vacuum any segment holding a deleted point, so `vacuum()` really drops forgotten data.
+        optimizers=EdgeOptimizersConfig(deleted_threshold=0.0001, vacuum_min_vector_number=1),
+        wal_enabled=False,
+    )
+
+
+def _index_schemas() -> dict[str, object]:
+    schemas: dict[str, object] = {f: PayloadSchemaType.Keyword for f in KEYWORD_FIELDS}
+    schemas[TENANT_FIELD] = KeywordIndexParams(is_tenant=True)
+    schemas.update({f: IntegerIndexParams(lookup=True, range=True) for f in INTEGER_FIELDS})
+    schemas.update({f: PayloadSchemaType.Float for f in FLOAT_FIELDS})
+    return schemas
+
+
+class EdgeIndex:
+    """A `VectorIndex` on a Qdrant Edge shard at `path` (created on first `ensure`)."""
+
+    def __init__(self, path: Path, *, dim: int = DENSE_DIM) -> None:
+        self._path = Path(path)
+        self._dim = dim
+        self._shard: EdgeShard | None = None
+        self._lock = asyncio.Lock()
+
+    async def ensure(self) -> None:
+        if self._shard is not None:
+            return
+        async with self._lock:
+            if self._shard is None:
+                self._shard = await asyncio.to_thread(self._open)
+
+    def _open(self) -> EdgeShard:
+        config = _config(self._dim)
+        try:
+            if (self._path / "edge_config.json").exists():
+                shard = EdgeShard.load(str(self._path), config)
+            else:
+                shard = EdgeShard.create(str(self._path), config)
+        except Exception as exc:
+            raise IndexUnavailable(f"cannot open the Edge shard at {self._path}: {exc}") from exc
+        existing = set(shard.info().payload_schema)
+        for field, schema in _index_schemas().items():
+            if field not in existing:
+                shard.update(UpdateOperation.create_field_index(field, schema))
+        shard.flush()
+        return shard
+
+    async def _ready(self) -> EdgeShard:
+        await self.ensure()
+        assert self._shard is not None
+        return self._shard
+
+    async def _write(self, operation: UpdateOperation) -> None:
+        shard = await self._ready()
+
+        def run() -> None:
+            shard.update(operation)
+            shard.flush()
+
+        async with self._lock:
+            await asyncio.to_thread(run)
+
+    async def upsert(self, points: list[IndexPoint]) -> None:
+        if not points:
+            return
+        edge_points = []
+        for p in points:
+            check_dim(p.memory_id, p.dense, self._dim)
+            vector: dict = {DENSE: p.dense}
+            sparse = bm25_document(p.text)
+            if sparse is not None:
+                vector[SPARSE] = sparse
+            edge_points.append(Point(point_id(p.memory_id), vector, payload_of(p)))
+        await self._write(UpdateOperation.upsert_points(edge_points))
+
+    async def set_status(self, memory_ids: list[str], status: Status) -> None:
+        if not memory_ids:
+            return
+        # By filter, not by id list: an id the shard no longer holds is skipped, not an error.
+        selector = Filter(must=[HasIdCondition({point_id(m) for m in memory_ids})])
+        await self._write(UpdateOperation.set_payload_by_filter(selector, {"status": Status(status).value}))
+
+    async def delete(self, memory_ids: list[str]) -> None:
+        if not memory_ids:
+            return
+        await self._write(UpdateOperation.delete_points([point_id(m) for m in memory_ids]))
+
+    async def present(self, memory_ids: list[str]) -> list[str]:
+        if not memory_ids:
+            return []
+        shard = await self._ready()
+        wanted = {point_id(m): m for m in memory_ids}
+        records = await asyncio.to_thread(shard.retrieve, list(wanted), False, False)
+        found = {str(uuid.UUID(str(r.id))) for r in records}
+        return [original for canonical, original in wanted.items() if canonical in found]
+
+    async def search(
+        self,
+        *,
+        dense: list[float],
+        text: str,
+        read_filter: ReadFilter,
+        now_ts: float,
+        limit: int,
+        dense_weight: float = 1.0,
+        sparse_weight: float = 1.0,
+    ) -> list[Hit]:
+        check_search_args(dense, self._dim, limit, dense_weight, sparse_weight)
+        flt = edge_filter(read_filter, now_ts)
+        if flt is None:
+            return []
+        shard = await self._ready()
+        n = prefetch_limit(limit)
+        prefetches: list[Prefetch] = []
+        weights: list[float] = []
+        if dense_weight > 0:
+            prefetches.append(Prefetch(limit=n, query=Query.Nearest(dense, using=DENSE), filter=flt))
+            weights.append(dense_weight)
+        sparse = bm25_query(text) if sparse_weight > 0 else None
+        if sparse is not None:
+            # IDF counted over this tenant's points only: another tenant's corpus never moves our scores.
+            tenant_corpus = Filter(must=[FieldCondition("tenant_id", match=MatchValue(read_filter.tenant_id))])
+            prefetches.append(
+                Prefetch(
+                    limit=n,
+                    query=Query.Nearest(sparse, using=SPARSE),
+                    filter=flt,
+                    params=SearchParams(idf=IdfParams(corpus=tenant_corpus)),
+                )
+            )
+            weights.append(sparse_weight)
+        if not prefetches:
+            return []
+        request = QueryRequest(
+            limit=limit,
+            prefetches=prefetches,
+            query=Fusion.Rrf(k=RRF_K, weights=weights),
+            with_payload=False,
+            with_vector=False,
+        )
+        scored = await asyncio.to_thread(shard.query, request)
+        return [Hit(memory_id=str(uuid.UUID(str(p.id))), score=float(p.score)) for p in scored]
+
+    async def count(self) -> int:
+        shard = await self._ready()
+        return await asyncio.to_thread(shard.count, CountRequest(exact=True))
+
+    async def health(self) -> bool:
+        shard = self._shard
+        if shard is None:
+            return False
+        try:
+            await asyncio.to_thread(shard.count, CountRequest(exact=False))
+        except Exception:
+            return False
+        return True
+
+    async def vacuum(self) -> None:
+        """Run the optimizers so deleted points are physically removed from the segment files."""
+        shard = await self._ready()
+
+        def run() -> None:
+            shard.optimize()
+            shard.flush()
+
+        async with self._lock:
+            await asyncio.to_thread(run)
+
+    async def close(self) -> None:
+        async with self._lock:
+            shard, self._shard = self._shard, None
+            if shard is not None:
+
+                def run() -> None:
+                    shard.flush()
+                    shard.close()
+
+                await asyncio.to_thread(run)

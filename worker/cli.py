@@ -1,0 +1,119 @@
+"""The `memwarden` command: up (embedded stack), worker and api (production), token."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+
+from memwarden.config import Settings
+from memwarden.identity import Role, mint_token
+
+
+def _settings(args: argparse.Namespace, **extra: object) -> Settings:
+    overrides: dict[str, object] = dict(extra)
+    if getattr(args, "data_dir", None):
+        overrides["data_dir"] = Path(args.data_dir)
+    return Settings(**overrides)  # type: ignore[arg-type]
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from worker.stack import up
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    settings = _settings(
+        args,
+        api_port=args.port,
+        api_host=args.host,
+        temporal_address=f"127.0.0.1:{args.temporal_port}",
+        temporal_ui_port=args.ui_port,
+    )
+    asyncio.run(up(settings, temporal_port=args.temporal_port, ui_port=args.ui_port, headless=args.headless))
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from worker.main import run_worker
+
+    asyncio.run(run_worker(_settings(args)))
+    return 0
+
+
+def cmd_api(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from api.app import create_app
+
+    settings = _settings(args, api_port=args.port, api_host=args.host)
+    uvicorn.run(create_app(settings), host=settings.api_host, port=settings.api_port, log_level="warning")
+    return 0
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    token = mint_token(
+        settings.auth_secret_value,
+        tenant=args.tenant,
+        sub=args.sub,
+        role=Role(args.role),
+        agent=args.agent,
+        on_behalf_of=args.on_behalf_of,
+        stores=args.store or [],
+        ttl_seconds=args.ttl or settings.token_ttl_seconds,
+        issuer=settings.auth_issuer,
+    )
+    print(token)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="memwarden", description="A governed memory service for AI agents.")
+    sub = root.add_subparsers(dest="command", required=True)
+
+    up = sub.add_parser("up", help="the whole service on the embedded default")
+    up.add_argument("--data-dir", default=os.environ.get("MEMWARDEN_DATA_DIR", ".memwarden"))
+    up.add_argument("--port", type=int, default=8080)
+    up.add_argument("--host", default="127.0.0.1")
+    up.add_argument("--temporal-port", type=int, default=7233)
+    up.add_argument("--ui-port", type=int, default=8233)
+    up.add_argument("--headless", action="store_true", help="no Temporal Web UI")
+    up.set_defaults(func=cmd_up)
+
+    worker = sub.add_parser("worker", help="the worker process (configured by environment)")
+    worker.add_argument("--data-dir", default=None)
+    worker.set_defaults(func=cmd_worker)
+
+    api = sub.add_parser("api", help="the API process (configured by environment)")
+    api.add_argument("--data-dir", default=None)
+    api.add_argument("--port", type=int, default=int(os.environ.get("MEMWARDEN_API_PORT", "8080")))
+    api.add_argument("--host", default=os.environ.get("MEMWARDEN_API_HOST", "0.0.0.0"))
+    api.set_defaults(func=cmd_api)
+
+    token = sub.add_parser("token", help="mint a bearer token signed with the server's secret")
+    token.add_argument("--tenant", required=True)
+    token.add_argument("--sub", required=True)
+    token.add_argument("--role", required=True, choices=[r.value for r in Role])
+    token.add_argument("--agent")
+    token.add_argument("--on-behalf-of", dest="on_behalf_of")
+    token.add_argument("--store", action="append")
+    token.add_argument("--ttl", type=int)
+    token.add_argument("--data-dir", default=os.environ.get("MEMWARDEN_DATA_DIR"))
+    token.set_defaults(func=cmd_token)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    args = parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ValueError as exc:
+        print(f"memwarden: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

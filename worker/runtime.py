@@ -1,0 +1,49 @@
+"""Open the stores once per worker process and build the Temporal worker over them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.deps import Deps
+from activities.memory import MemoryActivities
+from memwarden.config import Settings
+from memwarden.embed import Embedder, default_embedder
+from memwarden.stores.cache import open_cache
+from memwarden.stores.sql import SqlStore
+from memwarden.stores.vectors import open_index
+from worker.sandbox import SANDBOX
+from workflows import ALL_WORKFLOWS
+
+
+@asynccontextmanager
+async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> AsyncIterator[Deps]:
+    """Migrate the store, open the index and cache; close them all on exit."""
+    store = await SqlStore.open(settings.database_url or "")
+    await store.migrate()
+    index = open_index(settings)
+    await index.ensure()
+    cache = open_cache(settings)
+    emb = embedder or await asyncio.to_thread(default_embedder)
+    try:
+        yield Deps(settings=settings, store=store, index=index, cache=cache, embedder=emb)
+    finally:
+        await cache.close()
+        await index.close()
+        await store.close()
+
+
+def build_worker(client: Client, deps: Deps) -> Worker:
+    acts = MemoryActivities(deps)
+    return Worker(
+        client,
+        task_queue=deps.settings.temporal_task_queue,
+        workflows=ALL_WORKFLOWS,
+        activities=acts.all(),
+        workflow_runner=SANDBOX,
+        max_concurrent_local_activities=32,
+    )

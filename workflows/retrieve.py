@@ -1,0 +1,32 @@
+"""RetrieveWorkflow: decide *which* memories a principal gets, by id and score.
+
+Authorization travels inside the input as a ReadFilter computed from the verified token, and the
+activity applies it inside the index query. Content is loaded by the API afterwards (claim check),
+so results in history are ids and scores only.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from memwarden.records import RetrieveInput, RetrieveResult
+    from workflows.names import SEARCH_MEMORIES
+
+SEARCH_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=100))
+
+
+@workflow.defn(name="RetrieveWorkflow")
+class RetrieveWorkflow:
+    @workflow.run
+    async def run(self, request: RetrieveInput) -> RetrieveResult:
+        return await workflow.execute_local_activity(
+            SEARCH_MEMORIES,
+            request,
+            result_type=RetrieveResult,
+            start_to_close_timeout=timedelta(seconds=10),
+            retry_policy=SEARCH_RETRY,
+        )
