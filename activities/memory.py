@@ -26,7 +26,7 @@ from memwarden.records import (
     sensitivity_rank,
 )
 from memwarden.stores.audit import AuditEventIn
-from memwarden.stores.cache import owner_prefix
+from memwarden.stores.cache import invalidation_prefixes
 from workflows.names import COMMIT_MEMORY, INDEX_HEALTH, SEARCH_MEMORIES
 
 
@@ -116,7 +116,8 @@ class MemoryActivities:
         if existing.content is not None and existing.status in (Status.ACTIVE, Status.STALE):
             [dense] = await self._embed([existing.content])
             await self.deps.index.upsert([index_point(existing, dense)])
-        await self.deps.cache.delete_prefix(owner_prefix(existing.tenant_id, existing.owner_id))
+        for prefix in invalidation_prefixes(existing.tenant_id, existing.scope, existing.owner_id):
+            await self.deps.cache.delete_prefix(prefix)
         await store.delete_candidate(candidate.candidate_ref)
         return RememberResult(decision=Decision.ADD, reason="accepted", memory_id=existing.id)
 

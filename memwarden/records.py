@@ -383,3 +383,62 @@ class RetrieveResult(BaseModel):
 
     hits: list[Hit]
     withheld: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class Screening(BaseModel):
+    """What the detectors found in a candidate, as codes only: the gate decides on this, never on text.
+
+    Produced by `memwarden.detect` inside an activity; safe for workflow history because it holds
+    detector and entity names, never the matched text.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    secrets: list[str] = Field(default_factory=list)
+    pii: list[str] = Field(default_factory=list)
+    instruction_like: bool = False
+    instruction_signals: list[str] = Field(default_factory=list)
+    behaviour_changing: bool = False
+    failed_tool_output: bool = False
+
+
+class ScreenResult(BaseModel):
+    """Everything the gate needs to decide, gathered by one activity: codes, ids and numbers only."""
+
+    screening: Screening
+    memory_enabled: bool
+    nearest_id: str | None = None
+    nearest_similarity: float | None = None
+    nearest_slot: str | None = None
+    slot_holder_id: str | None = None
+    slot_holder_similarity: float | None = None
+
+
+class CommitInput(BaseModel):
+    """Commit a gated candidate (or promote a confirmed pending one) with the gate's adjustments."""
+
+    candidate: RememberInput
+    importance: float
+    redact: list[str] = Field(default_factory=list)
+    reason: str = "accepted"
+
+
+class SettleAction(StrEnum):
+    CONFIRM = "confirm"
+    DECLINE = "decline"
+    TIMEOUT = "timeout"
+
+
+class SettleRequest(BaseModel):
+    """A confirm or decline of a pending write, from the owner or the store's moderator."""
+
+    action: SettleAction
+    actor: str
+
+
+class PendingWrite(BaseModel):
+    """PendingWriteWorkflow's input: the staged write and how long it may wait."""
+
+    commit: CommitInput
+    window_seconds: int
+    stage_reason: str

@@ -30,7 +30,7 @@ from alembic.config import Config
 from sqlalchemy import event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, RowMapping, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -251,6 +251,107 @@ class SqlStore:
                 raise ValueError(f"memory id {record.id} is taken in another tenant")
             return existing
 
+    async def live_slot_holder(
+        self, tenant_id: str, owner_id: str, scope: str, agent_id: str | None, store: str | None, slot: str
+    ) -> MemoryRecord | None:
+        """The live (active or stale) memory holding this slot in this namespace, if any."""
+        m = memories.c
+        key = slot_key(scope, agent_id, store, slot)
+        async with self._read() as conn:
+            row = (
+                (
+                    await conn.execute(
+                        sa.select(memories).where(m.tenant_id == tenant_id, m.owner_id == owner_id, m.live_slot == key)
+                    )
+                )
+                .mappings()
+                .first()
+            )
+        return _row_to_record(row) if row is not None else None
+
+    async def commit_live(
+        self, record: MemoryRecord, *, idempotency_key: str | None = None
+    ) -> tuple[MemoryRecord, str | None]:
+        """Make `record` the live memory, superseding whoever holds its slot now; one transaction.
+
+        Returns the live row and the id it superseded. Idempotent: a record already committed (by id
+        or idempotency key) is returned as it is. A pending row with this id is promoted in place.
+        Two writers racing for one slot cannot both win: the loser hits the live-slot unique index
+        and gets `ConcurrencyConflict`; retried, it supersedes the winner, so the newest write holds
+        the slot and the older one stays as history.
+        """
+        assert record.status in _LIVE, "commit_live makes a record live"
+        m = memories.c
+        try:
+            async with self._write() as conn:
+                existing = await _select_memory(conn, record.tenant_id, record.id)
+                if existing is None and idempotency_key is not None:
+                    existing = await _select_by_key(conn, record.tenant_id, idempotency_key)
+                if existing is not None and existing.status is not Status.PENDING:
+                    return existing, existing.supersedes
+                superseded: str | None = None
+                key = live_slot_key(record)
+                if key is not None:
+                    query = sa.select(memories).where(
+                        m.tenant_id == record.tenant_id, m.owner_id == record.owner_id, m.live_slot == key
+                    )
+                    if self.dialect == "postgresql":
+                        query = query.with_for_update()
+                    holder_row = (await conn.execute(query)).mappings().first()
+                    if holder_row is not None and holder_row["id"] != record.id:
+                        holder = _row_to_record(holder_row)
+                        check_transition(holder.status, Status.SUPERSEDED)
+                        done = await conn.execute(
+                            sa.update(memories)
+                            .where(m.id == holder.id, m.version == holder.version)
+                            .values(
+                                status=Status.SUPERSEDED.value,
+                                superseded_by=record.id,
+                                live_slot=None,
+                                version=holder.version + 1,
+                                updated_at=record.updated_at,
+                            )
+                        )
+                        if done.rowcount != 1:
+                            raise ConcurrencyConflict(holder.id, holder.version, None)
+                        superseded = holder.id
+                live = record.model_copy(update={"supersedes": superseded})
+                if existing is not None:  # a pending write, confirmed
+                    check_transition(existing.status, live.status)
+                    values = _record_to_row(live)
+                    values["version"] = existing.version + 1
+                    for column in ("id", "tenant_id", "created_at", "idempotency_key", "derived_from"):
+                        values.pop(column, None)
+                    await conn.execute(
+                        sa.update(memories).where(m.id == existing.id, m.version == existing.version).values(**values)
+                    )
+                else:
+                    values = _record_to_row(live)
+                    values["idempotency_key"] = idempotency_key
+                    await conn.execute(sa.insert(memories).values(**values))
+                stored = await _select_memory(conn, record.tenant_id, record.id)
+        except IntegrityError as exc:
+            raise ConcurrencyConflict(record.id, None, None) from exc
+        assert stored is not None
+        return stored, superseded
+
+    async def reject_pending(self, tenant_id: str, memory_id: str, now: datetime) -> MemoryRecord | None:
+        """A staged write declined or timed out: `rejected`, and its content dropped (never accepted).
+
+        Idempotent; None when absent. A row that is no longer pending is returned unchanged.
+        """
+        m = memories.c
+        async with self._write() as conn:
+            current = await _select_memory(conn, tenant_id, memory_id)
+            if current is None or current.status is not Status.PENDING:
+                return current
+            await conn.execute(
+                sa.update(memories)
+                .where(m.id == memory_id, m.version == current.version)
+                .values(status=Status.REJECTED.value, content=None, version=current.version + 1, updated_at=now)
+            )
+            return await _select_memory(conn, tenant_id, memory_id)
+
     async def get_memory(self, tenant_id: str, memory_id: str) -> MemoryRecord | None:
         """One memory of this tenant; another tenant's id is simply absent."""
         async with self._read() as conn:
@@ -345,6 +446,7 @@ class SqlStore:
                 raise ConcurrencyConflict(memory_id, expected_version, current.version)
             check_transition(current.status, target)
             changes: dict[str, Any] = {"status": target, "version": current.version + 1, "updated_at": now}
+            changes["live_slot"] = live_slot_key(current) if target in _LIVE else None
             if target is Status.TOMBSTONED:
                 changes["tombstoned_at"] = now
             elif target is Status.PURGED:
@@ -576,7 +678,23 @@ def _column_value(value: Any) -> Any:
 def _record_to_row(record: MemoryRecord) -> dict[str, Any]:
     row = {name: _column_value(value) for name, value in record.model_dump(mode="python").items()}
     row["sensitivity_rank"] = sensitivity_rank(record.sensitivity)
+    row["live_slot"] = live_slot_key(record) if record.status in _LIVE else None
     return row
+
+
+_LIVE = frozenset({Status.ACTIVE, Status.STALE})
+
+
+def slot_key(scope: str, agent_id: str | None, store: str | None, slot: str) -> str:
+    """The namespace-qualified slot a live value occupies (owner and tenant are columns of their own)."""
+    return f"{scope}|{agent_id or ''}|{store or ''}|{slot}"
+
+
+def live_slot_key(record: MemoryRecord) -> str | None:
+    """`slot_key` of a record with a slot, None for slotless memories (they never conflict)."""
+    if record.slot is None:
+        return None
+    return slot_key(record.scope.value, record.agent_id, record.store, record.slot)
 
 
 def _row_to_record(row: RowMapping) -> MemoryRecord:

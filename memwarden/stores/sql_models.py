@@ -99,7 +99,11 @@ memories = sa.Table(
     sa.Column("purged_at", UTCDateTime(), nullable=True),
     sa.Column("idempotency_key", sa.String(), nullable=True),
     sa.Column("derived_from", json_type(), nullable=True),
+    # "scope|agent|store|slot" while the memory is live (active or stale), NULL otherwise: the unique
+    # index below then means "one live value per slot per namespace", enforced by the database itself.
+    sa.Column("live_slot", sa.String(), nullable=True),
     sa.UniqueConstraint("tenant_id", "idempotency_key"),
+    sa.Index("uq_memories_live_slot", "tenant_id", "owner_id", "live_slot", unique=True),
     sa.Index(None, "tenant_id", "owner_id", "status"),
     sa.Index(None, "tenant_id", "scope", "slot", "status"),
     sa.Index(None, "tenant_id", "created_at", "id"),

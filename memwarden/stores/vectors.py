@@ -79,6 +79,10 @@ class VectorIndex(Protocol):
         """Hybrid search with the read filter inside every prefetch, fused by weighted RRF."""
         ...
 
+    async def nearest(self, *, dense: list[float], read_filter: ReadFilter, now_ts: float, limit: int) -> list[Hit]:
+        """Dense-only search whose `Hit.score` is the cosine similarity: for dedupe and relevance floors."""
+        ...
+
     async def count(self) -> int:
         """Exact number of points held."""
         ...

@@ -241,6 +241,18 @@ class EdgeIndex:
         scored = await asyncio.to_thread(shard.query, request)
         return [Hit(memory_id=str(uuid.UUID(str(p.id))), score=float(p.score)) for p in scored]
 
+    async def nearest(self, *, dense: list[float], read_filter: ReadFilter, now_ts: float, limit: int) -> list[Hit]:
+        check_search_args(dense, self._dim, limit, 1.0, 0.0)
+        flt = edge_filter(read_filter, now_ts)
+        if flt is None:
+            return []
+        shard = await self._ready()
+        request = QueryRequest(
+            limit=limit, query=Query.Nearest(dense, using=DENSE), filter=flt, with_payload=False, with_vector=False
+        )
+        scored = await asyncio.to_thread(shard.query, request)
+        return [Hit(memory_id=str(uuid.UUID(str(p.id))), score=float(p.score)) for p in scored]
+
     async def count(self) -> int:
         shard = await self._ready()
         return await asyncio.to_thread(shard.count, CountRequest(exact=True))

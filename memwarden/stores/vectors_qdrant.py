@@ -212,6 +212,23 @@ class QdrantClientIndex:
         )
         return [Hit(memory_id=point_id(str(p.id)), score=float(p.score)) for p in response.points]
 
+    async def nearest(self, *, dense: list[float], read_filter: ReadFilter, now_ts: float, limit: int) -> list[Hit]:
+        check_search_args(dense, self._dim, limit, 1.0, 0.0)
+        flt = qdrant_filter(read_filter, now_ts)
+        if flt is None:
+            return []
+        await self.ensure()
+        response = await self._client.query_points(
+            self._collection,
+            query=dense,
+            using=DENSE,
+            query_filter=flt,
+            limit=limit,
+            with_payload=False,
+            with_vectors=False,
+        )
+        return [Hit(memory_id=point_id(str(p.id)), score=float(p.score)) for p in response.points]
+
     async def count(self) -> int:
         await self.ensure()
         result = await self._client.count(self._collection, exact=True)

@@ -47,6 +47,7 @@ from memwarden.stores.sql import ConcurrencyConflict, SqlStore
 from memwarden.stores.sql_models import metadata
 from tests.conftest import service_url
 
+HEAD_REVISION = "0002_live_slot"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BASE = datetime(2026, 11, 30, 12, 0, 0, 123456, tzinfo=UTC)
 IST = timezone(timedelta(hours=5, minutes=30))
@@ -137,11 +138,11 @@ async def test_open_ping_and_dialect(store: SqlStore, backend: str) -> None:
 async def test_migrate_twice_is_a_noop(store: SqlStore) -> None:
     t = tenant()
     rec = await store.insert_memory(make_record(t))
-    assert await scalar(store, "SELECT version_num FROM alembic_version") == "0001_initial"
+    assert await scalar(store, "SELECT version_num FROM alembic_version") == HEAD_REVISION
     await store.migrate()
     await store.migrate()
     assert await scalar(store, "SELECT count(*) FROM alembic_version") == 1
-    assert await scalar(store, "SELECT version_num FROM alembic_version") == "0001_initial"
+    assert await scalar(store, "SELECT version_num FROM alembic_version") == HEAD_REVISION
     assert await store.get_memory(t, rec.id) == rec
 
 
@@ -182,7 +183,7 @@ async def test_concurrent_migrations_from_several_processes(backend: str, tmp_pa
             assert proc.returncode == 0, stderr.decode()[-2000:]
         store = await SqlStore.open(url, schema=schema)
         try:
-            assert await scalar(store, "SELECT version_num FROM alembic_version") == "0001_initial"
+            assert await scalar(store, "SELECT version_num FROM alembic_version") == HEAD_REVISION
             assert await scalar(store, "SELECT count(*) FROM alembic_version") == 1
             await store.migrate()
         finally:
@@ -201,7 +202,7 @@ async def test_concurrent_migrations_in_one_process(backend: str, tmp_path: Path
                 stores.append(store)
         await asyncio.gather(*(s.migrate() for s in stores))
         for s in stores:
-            assert await scalar(s, "SELECT version_num FROM alembic_version") == "0001_initial"
+            assert await scalar(s, "SELECT version_num FROM alembic_version") == HEAD_REVISION
             assert await scalar(s, "SELECT count(*) FROM memories") == 0
 
 

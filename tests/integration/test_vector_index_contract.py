@@ -160,6 +160,22 @@ async def test_dense_search_finds_a_paraphrase(index: VectorIndex, embedder: Min
     assert hybrid[0] == berlin.memory_id
 
 
+async def test_nearest_scores_are_cosine_similarities_inside_the_filter(
+    index: VectorIndex, embedder: MiniLMEmbedder
+) -> None:
+    texts = ["I live in Berlin", "The invoice is overdue"]
+    mine = [point(embedder, t) for t in texts]
+    foreign = point(embedder, "I live in Berlin", owner_id=U2)  # identical text, another owner
+    await index.upsert([*mine, foreign])
+    query = embedder.embed(["My home is in Berlin"])[0]
+    hits = await index.nearest(dense=query, read_filter=user_filter(), now_ts=NOW, limit=5)
+    assert [h.memory_id for h in hits] == [mine[0].memory_id, mine[1].memory_id]
+    for hit, p in zip(hits, mine, strict=True):
+        expected = sum(a * b for a, b in zip(query, p.dense, strict=True))  # unit vectors: dot == cosine
+        assert hit.score == pytest.approx(expected, abs=1e-3)
+    assert hits[0].score > 0.6 > hits[1].score
+
+
 async def test_other_tenant_never_returned_even_as_best_match(index: VectorIndex, embedder: MiniLMEmbedder) -> None:
     query = "my bank account number ends in 1234"
     foreign = point(embedder, query, tenant_id=T2)  # identical text: the best possible match
