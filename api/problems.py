@@ -79,7 +79,10 @@ def problem_response(
 
 
 def _field(loc: tuple[Any, ...] | list[Any]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    # Only the first element says where (body, query, ...); a field may itself be named `query`.
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("body", "query", "path", "header", "cookie"):
+        parts = parts[1:]
     return ".".join(parts) or "body"
 
 
@@ -101,7 +104,14 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{"field": _field(e.get("loc", ())), "message": str(e.get("msg", "invalid"))} for e in exc.errors()]
+        errors = [
+            # Malformed JSON is located by character offset; the field at fault is the body.
+            {
+                "field": "body" if e.get("type") == "json_invalid" else _field(e.get("loc", ())),
+                "message": str(e.get("msg", "invalid")),
+            }
+            for e in exc.errors()
+        ]
         too_long = [
             e for e in exc.errors() if e.get("type") == "string_too_long" and _field(e.get("loc", ())) == "content"
         ]

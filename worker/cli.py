@@ -21,7 +21,8 @@ def _settings(args: argparse.Namespace, **extra: object) -> Settings:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from worker.stack import up
+    from worker.devserver import DevServerError
+    from worker.stack import StackError, up
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     settings = _settings(
@@ -31,7 +32,11 @@ def cmd_up(args: argparse.Namespace) -> int:
         temporal_address=f"127.0.0.1:{args.temporal_port}",
         temporal_ui_port=args.ui_port,
     )
-    asyncio.run(up(settings, temporal_port=args.temporal_port, ui_port=args.ui_port, headless=args.headless))
+    try:
+        asyncio.run(up(settings, temporal_port=args.temporal_port, ui_port=args.ui_port, headless=args.headless))
+    except (StackError, DevServerError) as exc:
+        print(f"memwarden up: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

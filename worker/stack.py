@@ -24,6 +24,10 @@ from worker.temporal_client import connect
 log = logging.getLogger("memwarden.up")
 
 
+class StackError(RuntimeError):
+    """A part of `up` could not start (a busy port, say); `memwarden up` reports it without a traceback."""
+
+
 class _Server(uvicorn.Server):
     """uvicorn without its own signal capture: the stack decides when everything stops."""
 
@@ -43,7 +47,11 @@ async def run_api(settings: Settings, server_holder: list[uvicorn.Server], app: 
     )
     server = _Server(config)
     server_holder.append(server)
-    await server.serve()
+    try:
+        await server.serve()
+    except SystemExit:
+        # uvicorn calls sys.exit() when it cannot bind; an error instead lets `up` stop the other parts in order.
+        raise StackError(f"the API could not listen on {settings.api_host}:{settings.api_port}") from None
 
 
 async def up(settings: Settings, *, temporal_port: int, ui_port: int, headless: bool = False) -> None:

@@ -45,6 +45,18 @@ def _scoped_key(actor: str, key: str | None) -> str | None:
     return hashlib.sha256(f"{actor}\x00{key}".encode()).hexdigest()[:40] if key else None
 
 
+def _nul_field(value: object, path: str = "") -> str | None:
+    """The first field holding a NUL character: PostgreSQL text and jsonb cannot store one (bad input, not a 500)."""
+    if isinstance(value, str):
+        return (path or "body") if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _nul_field(item, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    return None
+
+
 @router.post("", response_model=RememberOut, status_code=200)
 async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn, Body()]) -> RememberOut:
     settings = state.settings
@@ -54,6 +66,9 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
         )
     if not candidate.content.strip():
         raise Problem(422, "validation_failed", "content is blank", field="content")
+    nul = _nul_field(candidate.model_dump(mode="json"))
+    if nul is not None:
+        raise Problem(422, "validation_failed", "a field contains a NUL character", field=nul)
     try:
         target = write_target(caller, scope=candidate.scope, owner_id=candidate.owner_id, store=candidate.store)
     except Forbidden as exc:

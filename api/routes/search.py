@@ -51,7 +51,7 @@ async def search(
     now = datetime.now(UTC)
     scores = {h.memory_id: h.score for h in result.hits}
     # Claim check: content is loaded only for ids that are still eligible right now.
-    records = await state.store.eligible(rf, list(scores), now)
+    records = sorted(await state.store.eligible(rf, list(scores), now), key=lambda r: -scores[r.id])
     entries = [(r, Freshness.STALE if r.status is Status.STALE else Freshness.FRESH) for r in records]
     results = [
         SearchResultOut(

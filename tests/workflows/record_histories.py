@@ -1,0 +1,334 @@
+"""Record one real history per workflow case, for the replay test (`make record-histories`).
+
+Runs every workflow in `workflows.ALL_WORKFLOWS` on a throwaway Temporal dev server, with the real
+worker (`worker.runtime`) over real embedded stores (SQLite file, Qdrant Edge, in-process cache),
+and writes each history as JSON to `tests/workflows/histories/<WorkflowName>-<case>.json`.
+
+Why: `test_replay.py` replays these with the current workflow code; a change that would break
+running workflows (non-determinism) fails there instead of in production. Re-record only on a
+deliberate, versioned change of a workflow (old histories are what production still holds).
+
+Payloads are sealed with `TEST_CODEC_KEY`, a fixed key published here, so the files decode the same
+in every test run; it protects nothing and must never be used outside tests. Every text is synthetic.
+
+This module also holds the small helpers the dev-server slice tests share (names without a `test`
+prefix, so pytest does not collect them when imported).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import logging
+import re
+import sys
+import tempfile
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client, WorkflowFailureError
+
+from activities.deps import Deps
+from memwarden.config import Settings
+from memwarden.identity import Principal, Role, read_filter
+from memwarden.records import (
+    MemoryType,
+    Provenance,
+    RememberInput,
+    RememberResult,
+    RetrieveInput,
+    RetrieveResult,
+    Scope,
+    Sensitivity,
+    SourceKind,
+    content_hash,
+)
+from memwarden.stores.sql import SqlStore
+from worker.codec import ENCODING
+from worker.devserver import DevServer, free_port
+from worker.runtime import build_worker, open_deps
+from worker.temporal_client import data_converter
+from workflows import ALL_WORKFLOWS, HealthWorkflow, RememberWorkflow, RetrieveWorkflow
+
+HISTORIES_DIR = Path(__file__).resolve().parent / "histories"
+
+_KEY_SEED = b"memwarden: public codec key for recorded test histories"
+TEST_CODEC_KEY = base64.b64encode(hashlib.sha256(_KEY_SEED).digest()).decode()
+"""A fixed, public AES-256 key (base64): recorded histories decode deterministically in tests."""
+
+IDENTITY = "memwarden-record-histories"
+"""Client and worker identity written into history instead of `pid@hostname`."""
+
+CLAIM_CHECK_TTL = timedelta(hours=1)
+
+
+def settings_for(data_dir: Path, address: str, task_queue: str, **overrides: object) -> Settings:
+    """Embedded-profile settings for a test worker: stores under `data_dir`, the fixed test codec key."""
+    values: dict[str, object] = {
+        "data_dir": data_dir,
+        "temporal_address": address,
+        "temporal_namespace": "default",
+        "temporal_task_queue": task_queue,
+        "codec_key": TEST_CODEC_KEY,
+    }
+    values.update(overrides)
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+async def connect_client(settings: Settings, *, identity: str | None = None) -> Client:
+    """A client with the project's encrypted data converter (the same one `worker.temporal_client` builds)."""
+    return await Client.connect(
+        settings.temporal_address,
+        namespace=settings.temporal_namespace,
+        data_converter=data_converter(settings),
+        identity=identity,
+    )
+
+
+def remember_input(
+    memory_id: str,
+    content: str,
+    *,
+    tenant: str,
+    owner: str,
+    actor: str,
+    scope: Scope = Scope.USER,
+    agent_id: str | None = None,
+    type: MemoryType = MemoryType.PREFERENCE,
+    slot: str | None = None,
+) -> RememberInput:
+    """The workflow input the API builds for a candidate: a claim-check ref, never the content."""
+    return RememberInput(
+        memory_id=memory_id,
+        candidate_ref=memory_id,
+        content_hash=content_hash(content),
+        content_chars=len(content),
+        tenant_id=tenant,
+        owner_id=owner,
+        scope=scope,
+        agent_id=agent_id,
+        store=None,
+        type=type,
+        slot=slot,
+        source_kind=SourceKind.USER,
+        source_ref=None,
+        provenance=Provenance(session="s-1", writer=actor),
+        reason="user_explicit_preference",
+        importance=0.7,
+        sensitivity=Sensitivity.LOW,
+        ttl_seconds=None,
+        actor=actor,
+    )
+
+
+async def park(store: SqlStore, request: RememberInput, content: str) -> None:
+    """Put the content in the claim-check table, as the API does before it starts the workflow."""
+    await store.put_candidate(request.candidate_ref, request.tenant_id, content, datetime.now(UTC) + CLAIM_CHECK_TTL)
+
+
+async def run_remember(
+    client: Client, store: SqlStore, task_queue: str, request: RememberInput, content: str, *, workflow_id: str
+) -> RememberResult:
+    """Park the content and run RememberWorkflow to completion."""
+    await park(store, request, content)
+    return await client.execute_workflow(RememberWorkflow.run, request, id=workflow_id, task_queue=task_queue)
+
+
+async def run_retrieve(
+    client: Client, task_queue: str, principal: Principal, query: str, *, workflow_id: str, k: int = 10
+) -> RetrieveResult:
+    """Run RetrieveWorkflow with the read filter the principal's verified token yields."""
+    request = RetrieveInput(query=query, k=k, read_filter=read_filter(principal), actor=principal.actor)
+    return await client.execute_workflow(RetrieveWorkflow.run, request, id=workflow_id, task_queue=task_queue)
+
+
+LOCAL_ACTIVITY_MARKER_KEYS = frozenset(
+    {
+        "seq",
+        "attempt",
+        "activity_id",
+        "activity_type",
+        "complete_time",
+        "backoff",
+        "original_schedule_time",
+        "activation_index",
+    }
+)
+"""What the SDK itself writes, unencoded, into a local-activity marker: ids, type, attempt, times."""
+
+_MARKER_METADATA_PATH = re.compile(r"/markerRecordedEventAttributes/details/data/payloads\[\d+\]$")
+
+
+def unsealed_payloads(history: dict[str, Any]) -> list[str]:
+    """Paths of every payload in a history (its JSON dict) that is not ciphertext under our codec.
+
+    The one tolerated exception is the SDK's own local-activity marker metadata, and only while it
+    holds nothing but `LOCAL_ACTIVITY_MARKER_KEYS`.
+    """
+    found: list[str] = []
+
+    def walk(node: object, path: str) -> None:
+        if isinstance(node, dict):
+            metadata = node.get("metadata")
+            if isinstance(metadata, dict) and "encoding" in metadata:
+                encoding = base64.b64decode(metadata["encoding"])
+                if encoding != ENCODING and not (
+                    _MARKER_METADATA_PATH.search(path)
+                    and set(json.loads(base64.b64decode(node.get("data", "")))) <= LOCAL_ACTIVITY_MARKER_KEYS
+                ):
+                    found.append(path)
+                return
+            for key, value in node.items():
+                walk(value, f"{path}/{key}")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{path}[{i}]")
+
+    walk(history, "")
+    return found
+
+
+# -- the recorded cases ----------------------------------------------------------------------
+
+TENANT = "tenant-synthetic"
+ALICE = Principal(tenant=TENANT, sub="user-a", role=Role.USER)
+AGENT = Principal(tenant=TENANT, sub="svc-planner", role=Role.AGENT, agent="planner", on_behalf_of="user-a")
+
+SYNTHETIC = {
+    "pref": "synthetic preference: prefers the color teal for dashboard charts",
+    "agent": "synthetic agent note: user-a reviews plans on weekday mornings",
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    workflow: str
+    case: str
+    run: Callable[[Client, Deps, str, str], Awaitable[object]]
+    fails: bool = False
+
+    @property
+    def workflow_id(self) -> str:
+        return f"{self.workflow}-{self.case}"
+
+
+async def _remember_user(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    request = remember_input(
+        str(uuid.uuid5(uuid.NAMESPACE_URL, "memwarden-test/pref")),
+        SYNTHETIC["pref"],
+        tenant=TENANT,
+        owner=ALICE.sub,
+        actor=ALICE.actor,
+        slot="ui.chart_color",
+    )
+    return await run_remember(client, deps.store, tq, request, SYNTHETIC["pref"], workflow_id=wid)
+
+
+async def _remember_agent(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    request = remember_input(
+        str(uuid.uuid5(uuid.NAMESPACE_URL, "memwarden-test/agent")),
+        SYNTHETIC["agent"],
+        tenant=TENANT,
+        owner=ALICE.sub,
+        actor=AGENT.actor,
+        scope=Scope.AGENT,
+        agent_id=AGENT.agent,
+        type=MemoryType.EPISODIC,
+    )
+    return await run_remember(client, deps.store, tq, request, SYNTHETIC["agent"], workflow_id=wid)
+
+
+async def _retrieve_user(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    result = await run_retrieve(client, tq, ALICE, "which color for charts", workflow_id=wid)
+    if not result.hits:
+        raise RuntimeError("recording expected hits for the user case")
+    return result
+
+
+async def _retrieve_agent(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    result = await run_retrieve(client, tq, AGENT, "when are plans reviewed", workflow_id=wid)
+    if len(result.hits) < 2:
+        raise RuntimeError("recording expected the agent to see both memories")
+    return result
+
+
+async def _retrieve_fails(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    # k=0 is refused by the index (limit must be >= 1): the local activity fails on each of its
+    # attempts and the workflow fails, so a failure path (with its encrypted message) is on record.
+    try:
+        await run_retrieve(client, tq, ALICE, "anything", workflow_id=wid, k=0)
+    except WorkflowFailureError as exc:
+        return exc
+    raise RuntimeError("recording expected the k=0 retrieval to fail")
+
+
+async def _health(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    healthy = await client.execute_workflow(HealthWorkflow.run, id=wid, task_queue=tq)
+    if healthy is not True:
+        raise RuntimeError("recording expected a healthy index")
+    return healthy
+
+
+CASES: tuple[Case, ...] = (
+    Case("RememberWorkflow", "user_preference", _remember_user),
+    Case("RememberWorkflow", "agent_private", _remember_agent),
+    Case("RetrieveWorkflow", "user_hits", _retrieve_user),
+    Case("RetrieveWorkflow", "agent_hits", _retrieve_agent),
+    Case("RetrieveWorkflow", "activity_fails", _retrieve_fails, fails=True),
+    Case("HealthWorkflow", "ok", _health),
+)
+
+
+def workflow_names() -> set[str]:
+    """The registered names of every workflow the worker runs."""
+    return {wf.__temporal_workflow_definition.name for wf in ALL_WORKFLOWS}  # type: ignore[attr-defined]
+
+
+async def record() -> dict[str, str]:
+    """Run every case on a fresh dev server; returns each history's JSON by file stem (`<Workflow>-<case>`)."""
+    missing = workflow_names() - {c.workflow for c in CASES}
+    if missing:
+        raise SystemExit(f"no recorded case for workflows: {sorted(missing)}")
+    with tempfile.TemporaryDirectory(prefix="memwarden-record-") as tmp:
+        data_dir = Path(tmp)
+        server = DevServer(data_dir / "temporal", port=free_port(), headless=True)
+        async with server:
+            settings = settings_for(data_dir / "stores", server.address, "record-histories")
+            client = await connect_client(settings, identity=IDENTITY)
+            async with open_deps(settings) as deps, build_worker(client, deps):
+                for case in CASES:
+                    await case.run(client, deps, settings.temporal_task_queue, case.workflow_id)
+            return {
+                c.workflow_id: (await client.get_workflow_handle(c.workflow_id).fetch_history()).to_json()
+                for c in CASES
+            }
+
+
+def write_histories(histories: dict[str, str], out_dir: Path = HISTORIES_DIR) -> list[Path]:
+    """Replace the directory's histories with these (a renamed case leaves no stale file behind)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for stale in out_dir.glob("*.json"):
+        stale.unlink()
+    written = []
+    for stem, text in sorted(histories.items()):
+        path = out_dir / f"{stem}.json"
+        path.write_text(text + "\n")
+        written.append(path)
+    return written
+
+
+def main() -> None:
+    # The activity_fails case fails on purpose; its three tracebacks would only be noise here.
+    logging.getLogger("temporalio.activity").setLevel(logging.ERROR)
+    for path in write_histories(asyncio.run(record())):
+        print(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""Replay recorded histories against today's workflow code: non-determinism fails here, not in production.
+
+The histories in `histories/` were recorded by `record_histories.py` (`make record-histories`) on a
+real dev server with real activities, sealed with the fixed test codec key. Replaying needs that
+codec (every input, local-activity result and failure is ciphertext) and the worker's sandbox.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from temporalio import workflow
+from temporalio.client import WorkflowHistory
+from temporalio.common import RetryPolicy
+from temporalio.worker import Replayer
+
+# This module defines workflows, so the sandbox re-imports it; everything beyond the standard library,
+# pytest and temporalio passes through (cryptography, for one, cannot be imported twice).
+with workflow.unsafe.imports_passed_through():
+    from memwarden.records import RememberInput, RememberResult
+    from tests.workflows.record_histories import (
+        CASES,
+        HISTORIES_DIR,
+        SYNTHETIC,
+        settings_for,
+        unsealed_payloads,
+        workflow_names,
+    )
+    from worker.sandbox import SANDBOX
+    from worker.temporal_client import data_converter
+    from workflows import ALL_WORKFLOWS
+
+HISTORY_FILES = sorted(HISTORIES_DIR.glob("*.json"))
+
+
+def load(path: Path) -> WorkflowHistory:
+    """The file's stem is the workflow id it was recorded under (`<WorkflowName>-<case>`)."""
+    return WorkflowHistory.from_json(path.stem, path.read_text())
+
+
+def replayer(workflows: list[type]) -> Replayer:
+    """Configured as the worker is: same data converter and codec key, same sandbox."""
+    settings = settings_for(Path("/nonexistent"), "127.0.0.1:0", "replay")
+    return Replayer(workflows=workflows, data_converter=data_converter(settings), workflow_runner=SANDBOX)
+
+
+def test_every_workflow_and_case_has_a_recorded_history() -> None:
+    recorded = {p.stem for p in HISTORY_FILES}
+    assert recorded == {c.workflow_id for c in CASES}, "re-run `make record-histories`"
+    assert {stem.split("-", 1)[0] for stem in recorded} == workflow_names()
+
+
+@pytest.mark.parametrize("path", HISTORY_FILES, ids=[p.stem for p in HISTORY_FILES])
+async def test_replay_is_deterministic(path: Path) -> None:
+    history = load(path)
+    assert history.events[0].workflow_execution_started_event_attributes.workflow_type.name == path.stem.split("-")[0]
+    result = await replayer(list(ALL_WORKFLOWS)).replay_workflow(history)
+    assert result.replay_failure is None
+
+
+async def test_all_histories_replay_in_one_batch() -> None:
+    async def histories():  # type: ignore[no-untyped-def]
+        for path in HISTORY_FILES:
+            yield load(path)
+
+    results = await replayer(list(ALL_WORKFLOWS)).replay_workflows(histories(), raise_on_replay_failure=False)
+    assert results.replay_failures == {}
+
+
+def test_recorded_histories_hold_no_plaintext() -> None:
+    """Only ciphertext, apart from the SDK's own local-activity marker metadata (ids, type, times)."""
+    for path in HISTORY_FILES:
+        raw = path.read_text()
+        for text in SYNTHETIC.values():
+            assert text not in raw
+        assert unsealed_payloads(json.loads(raw)) == [], path.name
+
+
+# -- proof that the replay test can fail --------------------------------------------------------
+
+REMEMBER_HISTORY = HISTORIES_DIR / "RememberWorkflow-user_preference.json"
+
+
+@workflow.defn(name="RememberWorkflow")
+class RememberWorkflowWithAddedTimer:
+    """RememberWorkflow as someone might 'harmlessly' change it: a short pause before the commit."""
+
+    @workflow.run
+    async def run(self, candidate: RememberInput) -> RememberResult:
+        await workflow.sleep(timedelta(seconds=1))
+        return await workflow.execute_local_activity(
+            "commit_memory",
+            candidate,
+            result_type=RememberResult,
+            start_to_close_timeout=timedelta(seconds=10),
+            retry_policy=RetryPolicy(maximum_attempts=3),
+        )
+
+
+@workflow.defn(name="RememberWorkflow")
+class RememberWorkflowWithRenamedActivity:
+    """RememberWorkflow calling its commit step by another activity name."""
+
+    @workflow.run
+    async def run(self, candidate: RememberInput) -> RememberResult:
+        return await workflow.execute_local_activity(
+            "commit_memory_v2",
+            candidate,
+            result_type=RememberResult,
+            start_to_close_timeout=timedelta(seconds=10),
+        )
+
+
+@pytest.mark.parametrize("altered", [RememberWorkflowWithAddedTimer, RememberWorkflowWithRenamedActivity])
+async def test_replay_detects_a_nondeterministic_change(altered: type) -> None:
+    history = load(REMEMBER_HISTORY)
+    with pytest.raises(workflow.NondeterminismError):
+        await replayer([altered]).replay_workflow(history)
+    # The same history and replayer settings pass with the real workflow: the failure is the change's.
+    assert (await replayer(list(ALL_WORKFLOWS)).replay_workflow(history)).replay_failure is None
+
+
+async def test_replay_needs_the_codec_key() -> None:
+    """Sealed payloads do not decode under another key: the histories really are ciphertext."""
+    other = settings_for(Path("/nonexistent"), "127.0.0.1:0", "replay", codec_key=base64.b64encode(b"k" * 32).decode())
+    wrong = Replayer(workflows=list(ALL_WORKFLOWS), data_converter=data_converter(other), workflow_runner=SANDBOX)
+    result = await wrong.replay_workflow(load(REMEMBER_HISTORY), raise_on_replay_failure=False)
+    assert result.replay_failure is not None
+    assert "CodecError" in str(result.replay_failure)
