@@ -74,7 +74,8 @@ def temporal_pids(db_path: Path) -> list[int]:
         argv = raw.decode(errors="replace").split("\0")
         if state == "Z" or "start-dev" not in argv or "--db-filename" not in argv:
             continue
-        db = argv[argv.index("--db-filename") + 1] if argv.index("--db-filename") + 1 < len(argv) else ""
+        at = argv.index("--db-filename") + 1
+        db = argv[at] if at < len(argv) else ""
         try:  # `up` without --data-dir passes a path relative to its working directory
             resolved = str((Path(os.readlink(entry / "cwd")) / db).resolve())
         except OSError:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from temporalio import workflow
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 from temporalio.common import RetryPolicy
 from temporalio.worker import Replayer
@@ -26,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         CASES,
         HISTORIES_DIR,
         SYNTHETIC,
+        Case,
         settings_for,
         unsealed_payloads,
         workflow_names,
@@ -52,6 +54,18 @@ def test_every_workflow_and_case_has_a_recorded_history() -> None:
     recorded = {p.stem for p in HISTORY_FILES}
     assert recorded == {c.workflow_id for c in CASES}, "re-run `make record-histories`"
     assert {stem.split("-", 1)[0] for stem in recorded} == workflow_names()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.workflow_id for c in CASES])
+def test_each_history_ends_as_its_case_did(case: Case) -> None:
+    """The failure path is on record too, so replay covers a failed local activity and its encoded failure."""
+    last = load(HISTORIES_DIR / f"{case.workflow_id}.json").events[-1]
+    expected = (
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED
+        if case.fails
+        else EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+    )
+    assert last.event_type == expected
 
 
 @pytest.mark.parametrize("path", HISTORY_FILES, ids=[p.stem for p in HISTORY_FILES])
