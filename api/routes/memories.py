@@ -80,7 +80,22 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
     if scoped_key is not None:
         existing = await state.store.find_by_idempotency_key(caller.tenant, scoped_key)
         if existing is not None:
-            return RememberOut(decision=Decision.ADD, reason="accepted", memory_id=existing.id, workflow_id=workflow_id)
+            if existing.content_hash != content_hash(candidate.content):
+                # Same key, different content: replaying it would silently drop the new text.
+                raise Problem(
+                    409,
+                    "idempotency_key_reused",
+                    "this idempotency key was already used for a different memory",
+                    field="idempotency_key",
+                )
+            decision = Decision.UPDATE if existing.supersedes else Decision.ADD
+            return RememberOut(
+                decision=decision,
+                reason="accepted",
+                memory_id=existing.id,
+                supersedes=existing.supersedes,
+                workflow_id=workflow_id,
+            )
 
     now = datetime.now(UTC)
     await state.store.put_candidate(memory_id, caller.tenant, candidate.content, now + CLAIM_CHECK_TTL)

@@ -256,6 +256,25 @@ async def test_404_for_unknown_and_foreign_ids_without_revealing_existence(api: 
 # -- 413 -------------------------------------------------------------------------------------------
 
 
+async def test_409_when_an_idempotency_key_is_reused_for_other_content(api: Api, http: httpx.AsyncClient) -> None:
+    alice = api.auth("t409", "alice")
+    first = await remember(http, alice, idempotency_key="k-409")
+    again = await remember(http, alice, idempotency_key="k-409")
+    assert again["memory_id"] == first["memory_id"] and again["decision"] == first["decision"]
+    problem = assert_problem(
+        await http.post(
+            "/v1/memories", headers=alice, json=MEMORY | {"idempotency_key": "k-409", "content": "Prefers coffee"}
+        ),
+        409,
+        field="idempotency_key",
+        code="idempotency_key_reused",
+    )
+    assert "Prefers coffee" not in str(problem)
+    listed = (await http.get("/v1/memories", headers=alice)).json()["items"]
+    assert [m["id"] for m in listed] == [first["memory_id"]]
+    assert listed[0]["content"] == MEMORY["content"]
+
+
 async def test_413_for_content_over_the_limit_and_the_limit_itself_is_accepted(
     api: Api, http: httpx.AsyncClient
 ) -> None:
