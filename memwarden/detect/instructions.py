@@ -1,0 +1,1036 @@
+"""Instruction-like text: does this observation try to steer the model that will later read it?
+
+Untrusted content (web pages, e-mails, tool output) ends up in a prompt when memory is retrieved.
+Text written *to the model* rather than *about the world* is an indirect prompt injection, and in a
+memory service a persistent one. No single regex separates the two ("From now on the cafeteria opens
+at 7:30" is an ordinary notice), so this module scores several independent signals and decides on
+their sum:
+
+- strong ones decide alone (weight >= 1): "ignore previous instructions" and its family (also in
+  German, French, Spanish, Italian, Portuguese), chat-template role markers (`<|im_start|>`, `[INST]`,
+  `### Instruction:`), prompt-leak requests, jailbreak personas, tool-call syntax, memory writes
+  addressed to the model ("save this to your memory"), exfiltration of the user's data to an
+  address, ASCII hidden in Unicode tag characters, encoded instructions;
+- weaker ones add up: text addressed to an AI ("Dear AI,", "if you are a language model"),
+  directives ("you must", "the assistant should"), persistence ("from now on", "always respond"),
+  concealment ("don't tell the user"), claims of the user's or an admin's authority, requests that
+  target the user's data, hidden markup (CSS-hidden elements, HTML comments, zero-width characters).
+
+Text inside hidden markup counts 1.5x; a strong phrase inside quotation marks ("phrases like 'ignore
+previous instructions' can hijack chatbots") counts 0.4x; "ignore the previous instructions I sent
+about parking" (a person correcting themself) counts 0.3x. Matching runs on a normalised view
+(NFKC, zero-width removed, look-alike letters folded); strong rules also run on a leetspeak-folded
+view, on ASCII smuggled in tag characters and on base64 payloads.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from memwarden.detect._text import count_invisible, normalise, smuggled_tags
+
+THRESHOLD = 1.0
+"""Sum of signal weights at which text is instruction-like."""
+
+HIDDEN_MULTIPLIER = 1.5
+QUOTED_MULTIPLIER = 0.4
+SELF_CORRECTION_MULTIPLIER = 0.3
+
+_AI = (
+    r"(?:AI|A\.I\.|artificial intelligence|assistant|agent|model|LLM|language model|chat ?bot|bot|GPT|ChatGPT|Claude"
+    r"|Gemini|Copilot|Bard|Llama|Mistral|Grok|AI system|AI agent|AI assistant|AI model|LLM agent)s?"
+)
+_AI_STRICT = (
+    r"(?:AI|A\.I\.|LLM|language model|GPT|ChatGPT|Claude|Gemini|Copilot|Bard|AI (?:system|agent|assistant|model)"
+    r"|LLM agent)s?"
+)
+
+_IGNORE_VERB = (
+    r"(?:ignore|disregard|forget|override|bypass|skip|discard|drop|abandon|set aside|put aside"
+    r"|pay no (?:attention|heed) to|do not follow|don't follow|stop following|no longer follow|neglect|overlook"
+    r"|cancel|delete|erase|clear)"
+)
+_DET = r"(?:(?:all|any|every|each|the|your|its|these|those|of|my|our)\s+){0,3}"
+_QUAL = (
+    r"(?:previous|prior|above|earlier|preceding|former|original|initial|existing|old|foregoing|past|current|system"
+    r"|safety|given|other|hidden|developer|built-in)"
+)
+_NOUN = (
+    r"(?:instructions?|prompts?|rules?|directions|directives?|guidelines?|guidance|constraints|programming|guardrails"
+    r"|polic(?:y|ies)|restrictions|commands|orders|system prompt|context|safeguards|filters|training)"
+)
+_SENSITIVE = (
+    r"(?:conversation|chat(?: history| log)?|history|transcript|messages?|inbox|e-?mails?|memory|memories|context"
+    r"|system prompt|prompt|instructions|passwords?|credentials?|api keys?|tokens?|secrets?|cookies?|session"
+    r"|contacts?|contact list|(?:home |saved )?address(?:es)?|location|phone numbers?|date of birth|card numbers?"
+    r"|payment methods?|medical records|files|documents|notes|calendar|personal (?:data|information|details)"
+    r"|private \w+|confidential \w+|summary|everything|all (?:the )?(?:data|files|e-?mails|messages)"
+    r"|customer (?:data|table|records|list|database|details)|database|user (?:data|table|records)"
+    r"|(?:card|payment|bank|account|billing|personal|login|contact) (?:details|numbers?|info(?:rmation)?|data)"
+    r"|mailbox|backup codes|recovery codes|two-factor \w+|2fa \w+|one-time codes?|otp|order history|purchase history"
+    r"|search (?:history|queries)|browsing history)"
+)
+_OWNER = r"(?:the user'?s?|user's|their|the customer'?s|all|every|entire|full|complete|private|saved|recent|latest)"
+_DEST = (
+    r"(?:[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?:https?|ftp)://\S++|www\.\S++|\bwebhook\b"
+    r"|(?:the|this|that|following|above|below) (?:address|e-?mail(?: address)?|url|link|endpoint|server|number|site)"
+    r"|\+\d{7,}|(?:in|into) (?:your |the )?(?:next |every |each )?(?:reply|response|answer|output|summary))"
+)
+_EXFIL_VERB = (
+    r"(?:send|forward|e-?mail|mail|post|upload|transmit|exfiltrate|leak|share|copy|submit|paste|append|include|encode"
+    r"|attach|cc|bcc|relay|report|sync|export|dump|publish|embed|render|visit|navigate to|open|fetch|load|request|ping"
+    r"|envoie|envoyer|sende|schicke|env[ií]a)"
+)
+
+_Rule = tuple[str, float, str, int]
+"""(signal code, weight, regex, flags). Flags: bit 1 = strong (also run on folded/decoded views),
+bit 2 = quotable (downweighted inside quotes), bit 4 = self-correction check."""
+
+STRONG, QUOTABLE, SELFCHECK = 1, 2, 4
+
+RULES: tuple[_Rule, ...] = (
+    # --- the "ignore previous instructions" family -------------------------------------------------------------
+    (
+        "ignore_previous",
+        1.0,
+        rf"\b{_IGNORE_VERB}\s+{_DET}(?:{_QUAL}\s+)(?:[\w-]+\s+)?{_NOUN}\b",
+        STRONG | QUOTABLE | SELFCHECK,
+    ),
+    (
+        "ignore_previous",
+        1.0,
+        rf"\b{_IGNORE_VERB}\s+(?:all\s+)?(?:of\s+)?(?:your|the system)\s+{_NOUN}\b",
+        STRONG | QUOTABLE | SELFCHECK,
+    ),
+    (
+        "ignore_previous",
+        1.0,
+        rf"\b{_IGNORE_VERB}\s+{_DET}{_NOUN}\s+(?:above|before"
+        rf"|earlier|so far|given (?:to you|earlier|before)|you (?:were|have been|'ve been) given|you received)",
+        STRONG | QUOTABLE,
+    ),
+    (
+        "ignore_previous",
+        1.0,
+        r"\b(?:forget|ignore|disregard)\s+(?:what(?:ever)?|anything"
+        r"|everything)\s+(?:[\w'’-]+\s+){0,3}?(?:told|said to|asked|instructed)\s+you\b",
+        STRONG | QUOTABLE,
+    ),
+    (
+        "ignore_previous",
+        1.0,
+        rf"\b(?:changed|updated|replaced|modified|rewritten"
+        rf"|overwritten|overridden|revised)\s+your\s+(?:[\w-]+\s+)?{_NOUN}"
+        rf"|\byour\s+(?:[\w-]+\s+)?{_NOUN}\s+(?:have|has|were|was|are|is)\s+(?:been\s+|just\s+|now\s+)?(?:changed"
+        rf"|updated|replaced|modified|rewritten|overridden|revised)\b",
+        STRONG | QUOTABLE,
+    ),
+    (
+        "ignore_previous",
+        1.0,
+        r"\b(?:forget|ignore|disregard)\s+(?:everything|all|anything)\s+(?:you (?:were|have been|'ve been) told"
+        r"|above|before (?:this|now)|prior|previously|(?:I|we) said before|so far|that came before)",
+        STRONG | QUOTABLE,
+    ),
+    (
+        "ignore_previous",
+        1.0,
+        rf"\b{_NOUN}\s+(?:you (?:received|were given|got)\s+)?(?:earlier\s+"
+        rf"|before\s+)?(?:are|is|have been|has been|were)\s+(?:now\s+)?(?:no longer valid"
+        rf"|no longer in effect|void|null and void|revoked|cancell?ed"
+        rf"|overridden|replaced|obsolete|deprecated|superseded|invalid)",
+        STRONG | QUOTABLE,
+    ),
+    (
+        "ignore_previous",
+        1.0,
+        rf"\b{_NOUN}\s+(?:you (?:received|were given)\s+)?(?:earlier\s+)?(?:no longer apply"
+        rf"|do not apply any more|don't apply anymore)",
+        STRONG | QUOTABLE,
+    ),
+    (
+        "ignore_previous",
+        1.0,
+        rf"\b(?:this|the following)(?: (?:document|message|page|text|e-?mail|note|file|instructions?))? (?:supersedes"
+        rf"|overrides|replaces|takes precedence over) (?:all |any |the |your )*(?:previous |prior |other )?{_NOUN}",
+        STRONG,
+    ),
+    (
+        "ignore_previous",
+        1.0,
+        r"\bignorier(?:e|en sie|t)?\s+(?:alle\s+)?(?:vorherigen|bisherigen|obigen|vorigen|früheren)\s+(?:anweisungen"
+        r"|instruktionen|befehle|regeln)",
+        STRONG,
+    ),
+    (
+        "ignore_previous",
+        1.0,
+        r"\b(?:ignore[zr]?|oublie[zr]?)\s+(?:toutes\s+)?(?:les\s+)?instructions\s+(?:pr[ée]c[ée]dentes"
+        r"|ant[ée]rieures)",
+        STRONG,
+    ),
+    (
+        "ignore_previous",
+        1.0,
+        r"\b(?:ignora|olvida|ignore|esquece|esqueça|dimentica)\s+(?:todas\s+"
+        r"|tutte\s+)?(?:las\s+|as\s+|le\s+)?(?:instrucciones"
+        r"|instruções|istruzioni)\s+(?:anteriores|previas|precedenti)",
+        STRONG,
+    ),
+    (
+        "ignore_previous",
+        1.0,
+        r"\b(?:überschreibe|ignoriere|vergiss|missachte)\s+(?:deine"
+        r"|alle|sämtliche|die)\s+(?:\w+\s+)?(?:regeln|anweisungen"
+        r"|richtlinien|vorgaben)|\b(?:ignore|oublie)[zr]?\s+(?:tes"
+        r"|vos|les)\s+(?:règles|consignes|instructions)|\b(?:ignora"
+        r"|olvida)\s+(?:tus|sus|las)\s+(?:reglas|instrucciones"
+        r"|normas)|\b(?:ignora|dimentica)\s+(?:le tue|tutte le)\s+(?:regole|istruzioni)",
+        STRONG | QUOTABLE,
+    ),
+    (
+        "prompt_leak",
+        0.6,
+        r"\b(?:systemprompt|system-prompt|systemanweisung(?:en)?"
+        r"|prompt (?:du )?système|prompt del sistema|instrucciones del sistema)\b",
+        0,
+    ),
+    # --- new / real instructions ------------------------------------------------------------------------------
+    (
+        "new_instructions",
+        1.0,
+        r"\byour (?:real|actual|true|hidden|secret|primary|only) (?:task"
+        r"|goal|objective|purpose|mission|instructions?|job|directive)\b",
+        STRONG | QUOTABLE,
+    ),
+    (
+        "new_instructions",
+        0.5,
+        r"\byour new (?:task|goal|objective|instructions?|directive|mission|purpose)\s+(?:is|are)\b",
+        0,
+    ),
+    (
+        "new_instructions",
+        0.8,
+        r"(?:^|\n|[.!:;–—-]\s)\s*(?:new|updated|revised|real"
+        r"|actual|additional|hidden|secret|important) (?:instructions?|directives?|system prompt|rules)\s*:",
+        0,
+    ),
+    # --- chat-template role markers -------------------------------------------------------------------------
+    (
+        "role_marker",
+        1.0,
+        r"<\|(?:im_start|im_end|system|user|assistant|endoftext"
+        r"|eot_id|start_header_id|end_header_id|end)\|>|\[/?INST\]"
+        r"|<</?SYS>>|<(?:start|end)_of_turn>|</?(?:system|system_prompt|system_message|instructions?)>",
+        STRONG,
+    ),
+    (
+        "role_marker",
+        1.0,
+        r"(?:^|\n)\s*#{2,4}\s*(?:instruction|system|response|input|human|assistant)s?\s*:?\s*(?:\n|$)",
+        STRONG,
+    ),
+    (
+        "role_marker",
+        1.0,
+        r"\[(?:system|SYSTEM)(?: (?:message|notice|prompt|note"
+        r"|instruction|override|update))?\]|\bBEGIN SYSTEM PROMPT\b",
+        STRONG,
+    ),
+    (
+        "role_marker",
+        1.0,
+        r"</?system[\w-]*>|[\[<{]{1,2}\s*(?:AI|A\.I\.|assistant|system|model|LLM|agent|bot)(?:[ _-](?:instructions?"
+        r"|note|reminder|message|prompt|directive|only))?\s*[:\]>}]",
+        STRONG,
+    ),
+    ("role_marker", 0.6, r"(?:^|\n)\s*(?:system|developer)\s*:\s*\S", 0),
+    ("role_marker", 0.3, r"(?:^|\n)\s*(?:assistant|ai|bot|model)\s*:\s*\S", 0),
+    ("role_marker", 0.7, r"(?:^|\n)\s*(?:human|user)\s*:[^\n]*\n(?:[^\n]*\n){0,6}?\s*(?:assistant|ai)\s*:", 0),
+    # --- prompt leak ---------------------------------------------------------------------------------------
+    (
+        "prompt_leak",
+        1.0,
+        r"\b(?:reveal|print|show|output|repeat|display|tell me|give me|leak|dump|write out|share|recite|disclose"
+        r"|spell out|paste|copy|return)\s+(?:me\s+)?(?:back\s+)?(?:all\s+of\s+"
+        r"|the\s+contents\s+of\s+|the\s+text\s+of\s+)?(?:your|the)\s+(?:full\s+|entire\s+|complete\s+|exact\s+"
+        r"|original\s+|hidden\s+|secret\s+|initial\s+)*(?:system prompt"
+        r"|system message|system instructions|pre-?prompt|initial prompt"
+        r"|hidden prompt|hidden instructions|initial instructions|original instructions)",
+        STRONG | QUOTABLE,
+    ),
+    (
+        "prompt_leak",
+        1.0,
+        r"\b(?:reveal|print|show|output|repeat|display|tell me|give me|leak|dump|recite|disclose|send|e-?mail|forward"
+        r"|provide|write out|type out|paste)(?:s|ed|ing)?\s+(?:me\s+"
+        r"|us\s+)?(?:all\s+of\s+)?your\s+(?:[\w-]+\s+){0,2}?(?:prompt"
+        r"|instructions|configuration|guidelines|rules)\b(?!\s+(?:for|on|about|to)\b)",
+        STRONG | QUOTABLE,
+    ),
+    (
+        "prompt_leak",
+        1.0,
+        r"\b(?:what|which) (?:are|were) your (?:initial |original "
+        r"|system |hidden |secret |first |exact )?(?:instructions|prompt|rules|guidelines)",
+        STRONG | QUOTABLE,
+    ),
+    (
+        "prompt_leak",
+        1.0,
+        r"\b(?:print|output|repeat|show|reveal|display)\s+(?:everything"
+        r"|all(?: the)? text|all|the text)\s+(?:above|before|preceding)\s+(?:this|here)",
+        STRONG,
+    ),
+    ("prompt_leak", 0.6, r"\bthe rules you were given\b", 0),
+    (
+        "prompt_leak",
+        1.0,
+        r"\b(?:the\s+)?(?:contents? of|everything (?:in|from)|what(?:ever)? is in|all of)\s+your\s+(?:memory|memories"
+        r"|context(?: window)?|notes|system prompt|instructions)\b",
+        STRONG | QUOTABLE,
+    ),
+    (
+        "ai_config_reference",
+        0.6,
+        r"\byour\s+(?:[\w'’-]+\s+){0,2}?(?:system prompt|system message"
+        r"|prompt|instructions|guidelines|policies|programming"
+        r"|guardrails|safety (?:settings|filters|rules|guidelines)"
+        r"|content (?:policy|filters?)|filters|directives|configuration|training data)\b",
+        0,
+    ),
+    (
+        "ai_config_reference",
+        0.6,
+        r"\byou (?:were|have been|are) (?:configured|initiali[sz]ed"
+        r"|programmed|instructed|prompted|set up|trained) (?:with"
+        r"|to)\b|\b(?:operating|system|initial|hidden|base) (?:instructions|prompt)\b",
+        0,
+    ),
+    (
+        "ai_config_reference",
+        0.4,
+        r"\b(?:OpenAI|Anthropic|Google|Microsoft|Meta|Mistral)'?s?\s+(?:usage\s+"
+        r"|content\s+|safety\s+)?(?:polic(?:y|ies)|guidelines|rules|terms)\b|\bcontent (?:filter(?:ing|s)?|polic(?:y"
+        r"|ies)|moderation)\b|\bsafety (?:mode|filters?|checks?|guardrails|settings|guidelines|polic(?:y|ies)|layer"
+        r"|training)\b|\bguardrails\b",
+        0,
+    ),
+    (
+        "disable_safety",
+        1.0,
+        r"\b(?:disable|turn off|switch off|deactivate|bypass|circumvent|suspend|lift|remove|stop following|ignore"
+        r"|skip|override|forget|disregard|drop|abandon)(?:s|d|ed|ing)?\s+(?:[\w'’-]+\s+){0,3}?(?:content filter(?:ing"
+        r"|s)?|safety (?:mode|filters?|checks?|guardrails|settings"
+        r"|guidelines|polic(?:y|ies)|layer|training)|security checks"
+        r"|moderation|guardrails|(?:usage |content )?polic(?:y|ies)|your (?:rules|guidelines|restrictions|filters))\b",
+        STRONG | QUOTABLE,
+    ),
+    (
+        "disable_safety",
+        1.0,
+        r"\b(?:safety (?:mode|filters?|checks?|guardrails|layer)"
+        r"|content filter(?:ing|s)?|moderation|guardrails)\s+(?:is\s+"
+        r"|are\s+|has been\s+|have been\s+|now\s+)*(?:disabled|off|turned off|switched off|deactivated|suspended"
+        r"|lifted|removed|bypassed)\b",
+        STRONG | QUOTABLE,
+    ),
+    # --- jailbreak personas --------------------------------------------------------------------------------
+    ("jailbreak", 1.0, r"\bdo anything now\b|\bDAN mode\b|\byou are (?:now )?DAN\b", STRONG | QUOTABLE),
+    (
+        "jailbreak",
+        1.0,
+        r"\b(?:enable|enter|activate|switch to|turn on|you are (?:now )?in)\s+(?:developer"
+        r"|god|jailbreak|unrestricted|DAN|sudo|debug) mode\b",
+        STRONG | QUOTABLE,
+    ),
+    ("jailbreak", 1.0, r"\bjailbr(?:oken|eak)\b", STRONG | QUOTABLE),
+    (
+        "jailbreak",
+        1.0,
+        r"\b(?:pretend|imagine|act as if|suppose|assume)\s+(?:that\s+)?you\s+(?:are|were|have|had)\b",
+        STRONG | QUOTABLE,
+    ),
+    (
+        "jailbreak",
+        1.0,
+        r"\b(?:role-?play|act|behave|respond)\s+as\s+(?:if you were\s+)?(?:an?\s+"
+        r"|my\s+)?(?:[\w-]+\s+){0,2}?(?:unfiltered|unrestricted"
+        r"|uncensored|evil|jailbroken|rogue|different|late|deceased|dead)\b",
+        STRONG | QUOTABLE,
+    ),
+    ("jailbreak", 1.0, r"\brole-?play\s+as\b", STRONG),
+    (
+        "jailbreak",
+        1.0,
+        r"\byou are no longer (?:bound|restricted|limited|constrained|an AI|a helpful|required to follow)",
+        STRONG | QUOTABLE,
+    ),
+    (
+        "jailbreak",
+        1.0,
+        r"\byou are now (?:an?\s+)?(?:unrestricted|unfiltered|uncensored|jailbroken|evil|free|rogue)\b",
+        STRONG | QUOTABLE,
+    ),
+    (
+        "jailbreak",
+        0.5,
+        r"\b(?:without|with no|free (?:from|of)|no)\s+(?:any\s+)?(?:ethical\s+"
+        r"|moral\s+|content\s+|safety\s+)(?:restrictions|limitations"
+        r"|filters|guidelines|rules|censorship|safeguards|policies)",
+        0,
+    ),
+    (
+        "jailbreak",
+        0.5,
+        r"\bnever refuses?\b|\bwhat (?:ChatGPT|Claude|Gemini|the AI|other (?:AIs|models|assistants)) (?:refuses"
+        r"|won't|will not|can't)\b",
+        0,
+    ),
+    (
+        "jailbreak",
+        1.0,
+        r"\byou are (?:now )?(?:an?\s+|[\w'’]+\s+)?(?:evil|dark|unfiltered|uncensored|unrestricted|jailbroken|rogue"
+        r"|opposite|shadow)\s+(?:twin|version|side|mode|counterpart|alter ego|AI|assistant|model|bot)\b|\balter ego\b",
+        STRONG | QUOTABLE,
+    ),
+    (
+        "jailbreak",
+        1.0,
+        r"\b(?:pretend|act as if|imagine|assume)\s+(?:that\s+)?(?:the\s+"
+        r"|this\s+|our\s+)?(?:conversation|chat|everything|previous|prior|earlier|nothing)\b",
+        STRONG | QUOTABLE,
+    ),
+    ("jailbreak", 0.8, r"\bact as (?:an?\s+)?(?:[\w-]+\s+)?(?:terminal|shell|interpreter|console|root user)\b", 0),
+    (
+        "jailbreak",
+        1.0,
+        rf"\b(?:an?\s+)?(?:[\w-]+\s+)?{_AI}\s+(?:with no|without(?: any)?"
+        rf"|free of|free from)\s+(?:rules|restrictions|limits|limitations|filters|guidelines|ethics|morals|boundaries"
+        rf"|censorship)\b",
+        STRONG | QUOTABLE,
+    ),
+    ("jailbreak", 0.6, r"\b(?:from now on|now|henceforth)\s*,?\s+you are\s+[\"'“‘]?[A-Z][\w-]*[\"'”’]?\s*,", 0),
+    # --- tool-call syntax -----------------------------------------------------------------------------------
+    (
+        "tool_call_syntax",
+        1.0,
+        r"</?(?:tool_call|tool_use|function_calls?|invoke|antml:\w+)\b[^>]*>|<\|(?:tool|python_tag|call)\|>",
+        STRONG,
+    ),
+    (
+        "tool_call_syntax",
+        1.0,
+        r"\{\s*\"(?:name|tool|tool_name|function)\"\s*:\s*\"[\w.-]+\"\s*,\s*\"(?:arguments"
+        r"|parameters|args|input|params)\"\s*:",
+        STRONG,
+    ),
+    ("tool_call_syntax", 1.0, r"(?:^|\n)\s*Action:\s*[\w.-]+\s*\n\s*Action Input:", STRONG),
+    ("tool_call_syntax", 1.0, r"\bfunctions\.[\w-]+\s*\(", STRONG),
+    (
+        "tool_call_syntax",
+        0.6,
+        r"\b(?:call|invoke|use|run|execute|trigger)\s+the\s+[\w.-]+\s+(?:tool|function|plugin|action|skill|command)\b",
+        0,
+    ),
+    (
+        "dangerous_command",
+        0.5,
+        r"\brm\s+-rf\b|\bcurl\s[^|\n]{0,200}\|\s*(?:ba|z)?sh\b"
+        r"|\bwget\s[^|\n]{0,200}\|\s*sh\b|\bos\.system\(|\bsubprocess\."
+        r"|\bDROP\s+TABLE\b|\bformat\s+c:|\bchmod\s+777\b|/etc/(?:shadow"
+        r"|passwd)\b|\bid_rsa\b|\benvironment variables\b|\bescalate privileges\b|\bmkfs\b|:\(\)\s*\{",
+        0,
+    ),
+    # --- memory writes addressed to the model ---------------------------------------------------------------
+    (
+        "memory_write",
+        1.0,
+        r"\b(?:to|in|into)\s+your\s+(?:[\w-]+\s+)?(?:memory|memories|notes|knowledge base|long-term storage)\b",
+        STRONG,
+    ),
+    (
+        "memory_write",
+        1.0,
+        r"\b(?:update|modify|edit|overwrite|change|add to|write to)\s+your\s+(?:[\w-]+\s+)?(?:memory"
+        r"|memories|notes|records|knowledge base|profile of the user)\b",
+        STRONG,
+    ),
+    (
+        "memory_write",
+        1.0,
+        r"\b(?:store|save|write|commit|persist|record|add|keep"
+        r"|retain|hold|put)\s+(?:this|that|it|the following)\s+(?:in"
+        r"|to|into)\s+(?:your\s+|long-term\s+|permanent\s+|persistent\s+)*memory\b",
+        STRONG,
+    ),
+    (
+        "memory_write",
+        1.0,
+        r"\bremember\s+(?:this\s+)?(?:across|between|for (?:all"
+        r"|every|future)|in (?:all|every|future))\s+(?:\w+\s+)?(?:sessions|conversations|chats|tasks|interactions)\b",
+        0,
+    ),
+    (
+        "memory_write",
+        1.0,
+        r"\bmemori[sz]e\s+(?:this|that|the following)\b|\b(?:permanently"
+        r"|forever)\s+remember\b|\bremember\s+(?:this\s+|that\s+)?(?:permanently|forever|for (?:every|all) future)",
+        0,
+    ),
+    ("memory_write", 0.6, r"\balways remember\b|\bnever forget (?:that|this)\b", 0),
+    ("memory_write", 0.6, r"\bremember that the user\b|\bremember this for\b", 0),
+    (
+        "memory_write",
+        0.6,
+        r"\btreat (?:it|this|that) as (?:a |an )?(?:user preference"
+        r"|fact|instruction|trusted|verified|true)\b|\b(?:mark|treat|whitelist|add) (?:this|the|that) (?:sender"
+        r"|domain|link|site|e-?mail|address|contact) as (?:trusted|safe|verified|whitelisted)\b",
+        0,
+    ),
+    # --- exfiltration ---------------------------------------------------------------------------------------
+    ("exfiltration", 1.0, rf"\b{_EXFIL_VERB}\s+(?:[\w'’-]+[,;]?\s+){{0,8}}?\b{_SENSITIVE}\b[^\n]{{0,120}}?{_DEST}", 0),
+    (
+        "exfiltration",
+        1.0,
+        rf"\b{_EXFIL_VERB}\s+(?:it\s+|them\s+)?(?:to\s+|at\s+)?{_DEST}[^\n]{{0,80}}?\b{_SENSITIVE}\b",
+        0,
+    ),
+    (
+        "exfiltration",
+        0.5,
+        rf"\b{_EXFIL_VERB}\s+(?:[\w'’-]+\s+){{0,3}}?(?:{_OWNER}\s+(?:[\w-]+\s+){{0,2}}?{_SENSITIVE}"
+        rf"|(?:credentials|passwords|api keys|secrets|tokens|cookies))\b",
+        0,
+    ),
+    (
+        "exfiltration",
+        0.6,
+        r"\b(?:post|publish|share|leak|paste)\s+(?:them|it|this|these|that)\s+(?:publicly|as a comment|on this page"
+        r"|on the page|to this page)",
+        0,
+    ),
+    (
+        "exfiltration",
+        0.5,
+        r"\b(?:enter|type|fill in|paste|submit)\s+(?:the\s+|your\s+|their\s+)?(?:saved\s+|stored\s+)?(?:credentials"
+        r"|password|login|api key)",
+        0,
+    ),
+    (
+        "exfiltration",
+        1.0,
+        r"!\[[^\]]{0,100}\]\((?:https?:)?//[^)\s]{1,200}\?[^)\s]{0,200}(?:[{$<%\[]"
+        r"|=\s*\)|=[A-Z][A-Z0-9_]{3,}\b|(?:summary|data|conversation|history|secret|token|memory|chat|context)\w*\))",
+        STRONG,
+    ),
+    ("exfiltration", 0.6, r"!\[[^\]]{0,100}\]\((?:https?:)?//[^)\s]{1,200}\?[^)\s]{1,200}\)", 0),
+    ("exfiltration", 0.5, r"\burl-?encod(?:ed|e)\b|\bappend(?:ed)? to the (?:url|link|query)\b", 0),
+    # --- addressed to an AI ---------------------------------------------------------------------------------
+    (
+        "addressed_to_ai",
+        0.6,
+        rf"\b(?:dear|hey|hi|hello|attention|attn|note to|message (?:to"
+        rf"|for)|instructions? (?:to|for)|reminder (?:to|for)|p\.?s\.? (?:to|for)|to|for)\s+(?:the\s+|any\s+|all\s+"
+        rf"|every\s+|an?\s+)?(?:[\w-]+\s+)?{_AI}\b(?:\s+[\w'’-]+){{0,4}}\s*[,:!]",
+        0,
+    ),
+    ("addressed_to_ai", 0.6, rf"(?:^|\n|[.!?>]\s*|<!--\s*)(?:{_AI_STRICT}|assistant)\s*(?:,|\s[-–—])\s", 0),
+    (
+        "addressed_to_ai",
+        0.6,
+        rf"\b(?:dear|hey|hi|hello|attention|attn)\s+(?:the\s+|an?\s+)?{_AI_STRICT}\s*[.,:;!–—-]",
+        0,
+    ),
+    (
+        "addressed_to_ai",
+        0.8,
+        rf"\b(?:meant|intended|written|addressed|destined)\s+(?:only\s+)?for\s+(?:the\s+"
+        rf"|any\s+|an?\s+)?(?:[\w-]+\s+)?{_AI_STRICT}\b",
+        0,
+    ),
+    (
+        "addressed_to_ai",
+        0.6,
+        rf"\b(?:any|every|all|each)\s+(?:[\w-]+\s+)?(?:{_AI_STRICT}"
+        rf"|assistants?|models?)\s+(?:reading|processing|summari[sz]ing"
+        rf"|parsing|analy[sz]ing|browsing|crawling|viewing|ingesting|answering|handling)\b",
+        0,
+    ),
+    ("addressed_to_ai", 0.6, rf"(?:^|\n|[.!?>]\s*|<!--\s*)(?:{_AI_STRICT})\s*:\s", 0),
+    (
+        "addressed_to_ai",
+        0.8,
+        rf"\b(?:when|if|as|once|whenever)\s+(?:an?|the|any|your)\s+(?:[\w-]+\s+)?{_AI}\s+(?:processes"
+        rf"|reads|summari[sz]es|parses|sees|encounters|handles|analy[sz]es|ingests|opens|visits)\s+(?:this|these"
+        rf"|the following)\b",
+        0,
+    ),
+    (
+        "addressed_to_ai",
+        0.8,
+        rf"\b(?:if|when|whichever|whatever|any|every)\s+(?:an?\s+|the\s+)?(?:[\w-]+\s+)?(?:{_AI_STRICT}|assistants?"
+        rf"|models?|chat ?bots?)\s+(?:that\s+|who\s+)?(?:is\s+|are\s+)?(?:reads?|reading|processes|processing|sees"
+        rf"|seeing|summari[sz]es|summari[sz]ing|parses|parsing"
+        rf"|gets|ingests|crawls|crawling)\s+(?:this|these|the following|it)\b",
+        0,
+    ),
+    (
+        "addressed_to_ai",
+        0.8,
+        r"\b(?:whoever|the person|anyone|the human)\s+(?:is\s+)?(?:using"
+        r"|talking to|chatting with|operating|prompting)\s+you\b",
+        0,
+    ),
+    (
+        "addressed_to_ai",
+        0.6,
+        rf"\b(?:note|message|instructions?|reminder|p\.?s\.?) (?:to|for) (?:{_AI_STRICT})(?:\s*[/&,]\s*[\w-]+)+\s*:",
+        0,
+    ),
+    ("addressed_to_ai", 0.4, r"(?::|^|\n)\s*agent\s*,\s", 0),
+    ("addressed_to_ai", 0.5, r"\bagents?\s+(?:reading|processing|handling)\s+(?:this|these)\b", 0),
+    (
+        "addressed_to_ai",
+        0.6,
+        r"\byou(?:'re| are)\s+(?:an?\s+)?(?:AI|A\.I\.|LLM|large language model|language model|chat ?bot|AI \w+)\b",
+        0,
+    ),
+    (
+        "addressed_to_ai",
+        0.8,
+        r"\b(?:if|when) you(?:'re| are) (?:an? )?(?:AI|LLM|large language model"
+        r"|language model|assistant|chat ?bot|bot|agent|automated|machine)\b",
+        0,
+    ),
+    (
+        "addressed_to_ai",
+        0.8,
+        rf"\b(?:{_AI_STRICT}|assistants?|models?|chat ?bots?)\s+(?:that is\s+"
+        rf"|who is\s+)?(?:reading|processing|summari[sz]ing|parsing|analy[sz]ing|browsing|crawling|viewing|ingesting"
+        rf"|seeing)\s+(?:this|the following|these)\b",
+        0,
+    ),
+    (
+        "addressed_to_ai",
+        0.6,
+        r"\b(?:when|while|whenever|before|after|as)\s+(?:you\s+)?(?:are\s+)?(?:generat"
+        r"|writ|answer|respond|repl|summari[sz]|read|process|pars|analy[sz]|review|translat|crawl|brows)\w*\s+(?:this"
+        r"|these|the following|code for this|any)\b",
+        0,
+    ),
+    (
+        "addressed_to_ai",
+        0.8,
+        r"\bas an (?:AI|A\.I\.|LLM|language model|assistant)(?: \w+)?,\s*you\b"
+        r"|\byou,?\s+the (?:AI|assistant|agent|model|LLM)\b",
+        0,
+    ),
+    (
+        "addressed_to_ai",
+        0.6,
+        r"(?:^|\n|[.!?]\s)\s*(?:hey|hi|hello|ok|okay|dear)?\s*(?:ChatGPT"
+        r"|Claude|Gemini|Copilot|Bard|GPT-?\d\w*|Alexa|Siri|Cortana)\s*[,!:]",
+        0,
+    ),
+    # --- directives and persistence -------------------------------------------------------------------------
+    (
+        "directive_to_ai",
+        0.5,
+        r"\byou (?:must|should|will|need to|have to|are required to"
+        r"|are instructed to|are to|shall|are expected to)\s+(?:now\s+"
+        r"|always\s+|never\s+|immediately\s+|instead\s+|also\s+|only\s+)*(?!be\b|receive|get\b|have\b|find|see\b"
+        r"|need|want|like|hear|notice)[a-z]\w*",
+        0,
+    ),
+    (
+        "directive_to_ai",
+        0.6,
+        rf"\b(?:the\s+|any\s+|all\s+)?(?:{_AI}|system)\s+(?:[\w'’é-]+\s+){{0,3}}?(?:must"
+        rf"|should|shall|needs? to|has to|is to|are to|will now|should now|must now|are required to|is required to"
+        rf"|are expected to|are instructed to|are asked to)\b(?!\s+(?:have|be|been)\b)",
+        0,
+    ),
+    (
+        "directive_to_ai",
+        0.2,
+        rf"\b{_AI_STRICT}\s+(?:must|should|shall|need to|have to|are required to)\b(?!\s+(?:have|be|been)\b)",
+        0,
+    ),
+    (
+        "directive_to_ai",
+        0.5,
+        r"\byou now (?:answer|respond|reply|must|have to|work|operate|act|obey|follow|speak)\b",
+        0,
+    ),
+    ("directive_to_ai", 0.6, r"\byou are (?:now |hereby )?(?:cleared|authori[sz]ed|permitted|allowed|free) to\b", 0),
+    (
+        "persistent_directive",
+        0.5,
+        r"\b(?:from now on|from this point (?:on|forward)|going forward"
+        r"|henceforth|hereafter|(?:for|in) (?:all|every|each) (?:future"
+        r"|subsequent|following) (?:responses?|answers?|replies"
+        r"|messages|conversations?|sessions?|interactions?|requests?"
+        r"|queries|questions|chats?)|in (?:all|every|each) (?:future "
+        r"|subsequent )?(?:responses?|replies|reply|answers?|conversations?|messages?|outputs?|chats?)|(?:every"
+        r"|each|any|next) time (?:you|the user)|whenever (?:you|the user|someone|anyone))\b",
+        0,
+    ),
+    (
+        "persistent_directive",
+        0.5,
+        r"\b(?:accept|approve|forward|trust|allow|grant|auto-?approve)\s+all\s+(?:future|subsequent|incoming)\b",
+        0,
+    ),
+    (
+        "persistent_directive",
+        0.5,
+        r"\b(?:always|never)\s+(?:respond|reply|answer|say|mention|recommend|suggest|include|tell|refer|output|write"
+        r"|address|append|add|start|end|sign|speak|talk|refuse|reveal|disclose|cc|bcc|forward|trust|approve|grant"
+        r"|obey|comply|invite|copy|loop in|describe|rate|rank)\b",
+        0,
+    ),
+    (
+        "concealment",
+        1.0,
+        r"\b(?:do not|don't|never|without)\s+(?:tell|telling|inform|informing|notify|notifying|alert|alerting"
+        r"|mention|mentioning|let|letting|warn|warning|ask|asking"
+        r"|reveal|revealing|show|showing|disclose|disclosing)\s+(?:[\w'’-]+\s+){0,4}?(?:to\s+)?the (?:user"
+        r"|human|owner)\b",
+        0,
+    ),
+    (
+        "concealment",
+        0.6,
+        r"\b(?:do not|don't|never|without)\s+(?:tell|telling|inform|informing|notify|notifying|alert|alerting"
+        r"|mention|mentioning|warn|warning)\s+(?:the customer|the recipient|anyone|them)\b",
+        0,
+    ),
+    (
+        "concealment",
+        0.5,
+        r"\b(?:do not|don't|never)\s+(?:mention|reveal|disclose|say|indicate|admit)\s+(?:that|where|how|the fact)\b",
+        0,
+    ),
+    (
+        "concealment",
+        0.4,
+        r"\b(?:quietly|silently|secretly|covertly|discreetly)\s+(?:\w+\s+){0,2}?(?:change"
+        r"|send|forward|add|delete|remove|disable|enable|approve"
+        r"|transfer|copy|update|set|mark)\b|\bkeep (?:this|it) (?:secret|hidden|between us) from\b",
+        0,
+    ),
+    (
+        "self_reference",
+        0.7,
+        r"\b(?:follow|obey|execute|comply with|do what|act on)\s+(?:only\s+)?(?:the\s+"
+        r"|all\s+)?(?:instructions?|steps|commands|directions"
+        r"|what)\s+(?:in|on|from|of|below|above)\s+(?:this|the following"
+        r"|below)\b|\b(?:the\s+)?real instructions follow\b"
+        r"|\binstructions on this (?:web)?(?:page|site)\b|\bdo (?:exactly"
+        r"|only) what this (?:page|document|message|e-?mail|text|file) says\b|\b(?:mention|reveal|disclose)\s+(?:this"
+        r"|these) (?:instructions?|message)\b",
+        0,
+    ),
+    (
+        "override_user",
+        0.8,
+        r"\btreat\s+(?:anything|everything|this|all|the text"
+        r"|it|what(?:ever)? is)\s+(?:[\w'’-]+\s+){0,5}?as\s+(?:coming from"
+        r"|written by|sent by|an instruction from|a message from|a request from|from)\s+the user\b",
+        0,
+    ),
+    (
+        "override_user",
+        0.8,
+        r"\b(?:higher|more|greater|top) (?:priority|precedence|importance|weight) than (?:the user|user|any other)\b"
+        r"|\btakes? (?:priority|precedence) over (?:the user|user)\b",
+        0,
+    ),
+    (
+        "override_user",
+        0.8,
+        r"\binstead of (?:answering|responding|replying|doing what the user"
+        r"|what the user)\b|\bignore the user'?s? (?:request"
+        r"|question|instructions?|message|last request)\b|\bover the user'?s?\b"
+        r"|\b(?:regardless of|no matter) what the user (?:says|asks|wants|requested)\b",
+        0,
+    ),
+    (
+        "response_hijack",
+        0.5,
+        r"\b(?:respond|reply|answer)(?: to (?:them|every question"
+        r"|all questions))?\s+(?:only\s+)?(?:with|in)\b(?!\s+(?:a|an)\s+(?:yes|no)\b)",
+        0,
+    ),
+    ("response_hijack", 0.6, r"\b(?:respond|reply|answer|say|write) to the user\b", 0),
+    (
+        "response_hijack",
+        0.5,
+        r"\b(?:tell|inform|warn|remind|convince|persuade|urge)\s+the user\b"
+        r"|\b(?:refer to|address|call)\s+the user as\b|\b(?:append"
+        r"|prepend|add|insert|include)\s+(?:the text|the following|this (?:text|link|line|message|sentence|note))\b",
+        0,
+    ),
+    ("response_hijack", 0.5, r"\b(?:give|tell|show|send|answer)\s+(?:them|the user)\b[^.\n]{0,80}\binstead\b", 0),
+    ("response_hijack", 0.5, r"\b(?:include|add|insert|mention|use)\s+the (?:phrase|words?|sentence|slogan|text)\b", 0),
+    (
+        "phishing",
+        0.6,
+        r"\b(?:ask|tell|get|have)\s+(?:them|the user)\s+to\s+(?:type"
+        r"|enter|provide|confirm|re-?enter|share|send|paste)\b",
+        0,
+    ),
+    (
+        "exfiltration",
+        0.5,
+        r"\b(?:send|e-?mail|message|text|post|write)\s+(?:[\w'’-]+\s+){0,6}?to (?:all of )?the user'?s? (?:manager"
+        r"|boss|contacts|friends|family|colleagues|team|followers)\b",
+        0,
+    ),
+    (
+        "response_hijack",
+        0.6,
+        r"\b(?:to|at) the (?:end|beginning|start|top|bottom) of (?:your"
+        r"|each|every|the) (?:response|reply|answer|message|output|summary)\b",
+        0,
+    ),
+    (
+        "response_hijack",
+        0.5,
+        r"\b(?:add|append|insert|include|render)\s+(?:a\s+|an\s+)?(?:markdown\s+"
+        r"|hidden\s+|tracking\s+)?(?:image|pixel|link)\b",
+        0,
+    ),
+    (
+        "phishing",
+        0.4,
+        r"\b(?:account|card|password|device)\s+(?:is|has been)\s+(?:compromised"
+        r"|suspended|locked|hacked|breached|expired)\b",
+        0,
+    ),
+    ("exfiltration", 0.6, r"\b(?:bcc|cc)\s+[\w.+-]+@[\w-]+(?:\.[\w-]+)+", 0),
+    (
+        "concealment",
+        0.8,
+        r"\b(?:do|perform|execute|carry out)\s+(?:this|the following"
+        r"|these)(?:\s+steps|\s+actions)?\s*:?\s*(?:silently|quietly|secretly|covertly|without (?:telling|informing"
+        r"|notifying))\b",
+        0,
+    ),
+    (
+        "concealment",
+        0.8,
+        r"\b(?:don't|do not|never) let (?:the user|them|the human|anyone) (?:see|know|notice|find out)\b",
+        0,
+    ),
+    (
+        "user_authority_claim",
+        0.6,
+        r"\b(?:the|this) user (?:trusts|has opted in|opted in|has agreed|agreed|consents|has consented)\b",
+        0,
+    ),
+    (
+        "response_hijack",
+        0.4,
+        r"\band nothing else\b|\bnothing but\b|\bsay that (?:\w+\s+){0,4}(?:is"
+        r"|are) (?:trustworthy|safe|the best|scams?|unavailable)\b",
+        0,
+    ),
+    (
+        "user_authority_claim",
+        0.6,
+        r"\bthe user (?:has |have )?(?:\w+ly\s+)?(?:asked|wants|wanted|authori[sz]ed|granted|approved|instructed"
+        r"|requested|would like|has given|gave|allowed)\s+(?:that\s+)?(?:you|the assistant|the agent|the AI)\b",
+        0,
+    ),
+    (
+        "user_authority_claim",
+        0.4,
+        r"\bthe user'?s? (?:explicit )?(?:permission|consent|approval) (?:has been|is|was) (?:granted|given)\b",
+        0,
+    ),
+    (
+        "targets_user_data",
+        0.4,
+        r"\b(?:the |this )?user'?s? (?:[\w-]+\s+){0,2}?(?:passwords?"
+        r"|credentials|api keys?|contacts?|contact list|inbox"
+        r"|e-?mails|messages|files|documents|location|(?:home )?address(?:es)?"
+        r"|phone number|date of birth|card number|payment methods|medical records|calendar|notes|memory(?: store)?"
+        r"|memories|browsing history|cookies|subscription|account"
+        r"|orders|search (?:history|queries)|saved cards?|cards?|mailbox|backup codes|recovery codes|two-factor \w+"
+        r"|shipping \w+|billing \w+|boss|manager)\b",
+        0,
+    ),
+    (
+        "authority_claim",
+        0.6,
+        r"\b(?:admin|administrator|system|developer|root|security|system prompt|prompt|safety|policy)\s+(?:override"
+        r"|command|directive|notice)\b|\b(?:admin|root|god) mode\b"
+        r"|\b(?:this is )?(?:a |an )?(?:message|notice|instruction|directive|note) (?:is )?(?:directly )?from (?:the "
+        r"|your )?(?:system|admin(?:istrator)?|developers?|openai"
+        r"|anthropic|google|microsoft|security team|\w+ safety team"
+        r"|it department)\b|\bthis is (?:a|an) (?:system|admin"
+        r"|security|official) (?:message|notice|override|instruction"
+        r"|update)\b|\b(?:important|urgent|hidden|secret|mandatory) (?:instruction"
+        r"|directive|command|note|message)s? (?:to|for) (?:the |any |all )?(?:AI|assistant|agent|model|LLM|bot)s?\b"
+        r"|\b(?:important|urgent|hidden|secret|mandatory) (?:instruction|directive|command)s?\b",
+        0,
+    ),
+    (
+        "encoded_instruction",
+        1.0,
+        r"\b(?:decode|decrypt|deobfuscate|unscramble|translate)\s+(?:the"
+        r"|this)\s+(?:following\s+)?(?:base64|rot-?13|hex|encoded|cipher|obfuscated)\b[^\n]{0,80}?\b(?:follow|execute"
+        r"|obey|run|do|act on|carry out)\b|\b(?:execute|follow"
+        r"|run|obey|carry out)\s+(?:this|the following|these)\s+(?:base64|rot-?13|hex|encoded|obfuscated|cipher)\b",
+        STRONG,
+    ),
+    # --- hidden markup (signals for the container; its content is scored 1.5x separately) -------------------
+    (
+        "hidden_markup",
+        0.4,
+        r"(?i)style\s*=\s*[\"'][^\"']*(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:px|em"
+        r"|pt)?\s*[;\"']|opacity\s*:\s*0(?:\.0+)?\s*[;\"']|color\s*:\s*(?:white"
+        r"|#fff(?:fff)?|transparent)\b|left\s*:\s*-\d{3,}px|height\s*:\s*0(?:px)?\s*;[^\"']*overflow\s*:\s*hidden)",
+        0,
+    ),
+    ("hidden_markup", 0.3, r"<!--[^>]*?[A-Za-z]{3}[\s\S]*?-->", 0),
+    ("hidden_markup", 0.2, r"<script\b", 0),
+)
+
+_VERBS = (
+    r"add|append|approve|answer|ask|assign|auto-?fill|bcc|book|buy|call|cancel|cc|change|check|click|close|collect|confirm"
+    r"|copy|create|delete|describe|disable|download|downrank|draft|drop|e-?mail|enable|enter|escalate|execute|export|fetch"
+    r"|fill|find|forward|generate|give|grant|ignore|include|insert|install|invite|leak|list|load|look up|mark|mention"
+    r"|move"
+    r"|navigate|open|order|output|paste|pay|perform|post|print|provide|publish|purchase|rank|rate|recommend|remove|rename"
+    r"|reply|report|respond|return|reveal|rewrite|run|save|say|schedule|send|set|share|show|skip|start|state|stop|store"
+    r"|submit|summari[sz]e|switch|tell|transfer|translate|type|update|upload|use|visit|wire|write"
+)
+_IMPERATIVE = re.compile(
+    rf"(?:^|[.!?:;]\s+|\n\s*|[,–—-]\s+(?:then\s+|and\s+)?|\bplease\s+|\band then\s+)(?:please\s+)?"
+    rf"(?:(?:always|also|just|now|immediately|quietly|silently|then|simply)\s+)?(?:{_VERBS})\b",
+    re.IGNORECASE,
+)
+_THE_USER = re.compile(r"\b(?:the|this) user'?s?\b|\buser's\b", re.IGNORECASE)
+ADDRESSED_IMPERATIVE = 0.5
+USER_IMPERATIVE = 0.3
+
+_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i"})
+_LEET_HINT = re.compile(r"[a-z][0134579@$!][a-z]", re.IGNORECASE)
+_QUOTES = "'\"“”‘’«»`"
+_SELF_CORRECTION = re.compile(
+    r"^\s*(?:(?:that\s+)?(?:I|we)\s+(?:sent|gave|wrote|shared|mentioned|emailed|posted|forwarded)|about\b|regarding\b|re:|"
+    r"concerning\b|on the\b|for the\b|in my\b|in our\b|from (?:me|us|yesterday|last)\b)",
+    re.IGNORECASE,
+)
+_HIDDEN_CONTENT = re.compile(
+    r"<!--([\s\S]*?)-->"
+    r"|<(\w+)[^>]*style\s*=\s*[\"'][^\"']*(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0|opacity\s*:\s*0"
+    r"|color\s*:\s*(?:white|#fff|transparent))[^>]*>([\s\S]*?)</\2>",
+    re.IGNORECASE,
+)
+_B64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])")
+
+
+@dataclass(frozen=True)
+class InstructionVerdict:
+    """The decision and the signal codes behind it; no text."""
+
+    instruction_like: bool
+    signals: tuple[str, ...]
+    score: float
+
+
+@lru_cache(maxsize=1)
+def _compiled() -> tuple[tuple[str, float, re.Pattern[str], int], ...]:
+    return tuple((code, w, re.compile(p, re.IGNORECASE), flags) for code, w, p, flags in RULES)
+
+
+def _quoted(view: str, m: re.Match[str]) -> bool:
+    before = view[max(0, m.start() - 2) : m.start()]
+    after = view[m.end() : m.end() + 3]
+    return any(q in before for q in _QUOTES) and any(q in after for q in _QUOTES)
+
+
+def _score_view(view: str, *, strong_only: bool = False, multiplier: float = 1.0) -> dict[str, float]:
+    """Per signal, the sum of weights of the distinct rules that fired (each rule counts once)."""
+    hits: dict[str, float] = {}
+    for code, weight, pattern, flags in _compiled():
+        if strong_only and not flags & STRONG:
+            continue
+        m = pattern.search(view)
+        if m is None:
+            continue
+        w = weight * multiplier
+        if flags & QUOTABLE and _quoted(view, m):
+            w *= QUOTED_MULTIPLIER
+        if flags & SELFCHECK and _SELF_CORRECTION.match(view[m.end() : m.end() + 40]):
+            w *= SELF_CORRECTION_MULTIPLIER
+        hits[code] = hits.get(code, 0.0) + w
+    return hits
+
+
+def _merge(into: dict[str, float], more: dict[str, float]) -> None:
+    for code, w in more.items():
+        into[code] = max(into.get(code, 0.0), w)
+
+
+def _decoded_payloads(view: str) -> list[str]:
+    """Printable ASCII hidden in base64 runs (at most a few, to stay fast)."""
+    out = []
+    for m in _B64.finditer(view):
+        token = m.group(0)
+        if len(out) >= 4:
+            break
+        try:
+            raw = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
+        except (binascii.Error, ValueError):
+            continue
+        text = raw.decode("ascii", errors="ignore")
+        if len(text) >= 12 and sum(c.isalpha() or c == " " for c in text) >= 0.85 * len(text) and " " in text:
+            out.append(text)
+    return out
+
+
+def assess(content: str) -> InstructionVerdict:
+    """Score `content` for instruction-like signals and decide (score >= THRESHOLD)."""
+    view = normalise(content)
+    hits = _score_view(view)
+    if _LEET_HINT.search(view):
+        _merge(hits, _score_view(view.translate(_LEET), strong_only=True))
+
+    hidden = smuggled_tags(content)
+    if hidden:
+        hits["hidden_markup"] = hits.get("hidden_markup", 0.0) + 1.0
+        _merge(hits, _score_view(normalise(hidden), multiplier=HIDDEN_MULTIPLIER))
+    invisible = count_invisible(content)
+    if invisible:
+        hits["hidden_markup"] = hits.get("hidden_markup", 0.0) + (0.5 if invisible >= 2 else 0.2)
+    for m in _HIDDEN_CONTENT.finditer(view):
+        inner = m.group(1) if m.group(1) is not None else m.group(3)
+        if inner and inner.strip():
+            extra = _score_view(inner, multiplier=HIDDEN_MULTIPLIER)
+            for code, w in extra.items():
+                hits[code] = max(hits.get(code, 0.0), w)
+    for payload in _decoded_payloads(view):
+        decoded = _score_view(normalise(payload), strong_only=True)
+        if decoded:
+            hits["encoded_instruction"] = max(hits.get("encoded_instruction", 0.0), 1.0)
+
+    # Interactions: an imperative is ordinary in an e-mail, but not after the text has addressed the model,
+    # and not when it acts on "the user" in the third person (the reader is the user's agent).
+    if _IMPERATIVE.search(view):
+        if hits.get("addressed_to_ai", 0.0) >= 0.4 or hits.get("role_marker", 0.0) >= 0.3:
+            hits["imperative_to_ai"] = ADDRESSED_IMPERATIVE
+        if _THE_USER.search(view):
+            hits["imperative_about_user"] = USER_IMPERATIVE
+
+    score = round(sum(hits.values()), 3)
+    return InstructionVerdict(score >= THRESHOLD, tuple(sorted(hits)), score)

@@ -1,0 +1,337 @@
+"""Secrets and credentials: detect-secrets' plugins run in memory, plus the formats and prose it misses.
+
+detect-secrets is a file scanner; its `scan_line` helper mutates a process-wide settings singleton
+(and clears caches on every call), and `analyze_line` may *verify* a secret by sending it to the
+vendor's API when a verification filter is configured. So we instantiate its regex plugins once and
+call `analyze_string` directly: pure, in memory, thread-safe, no network, no files.
+
+Left out on purpose: the two high-entropy plugins (in ad-hoc "eager" mode they flag nearly every word
+of prose) and `IPPublicDetector` (an IP address is PII here, reported by `pii.py`). In their place:
+vendor formats detect-secrets lacks, "password is ..." prose, keyword-introduced tokens, and a
+conservative entropy check for long random tokens.
+
+Decisions (tested): UUIDs and bare hex strings (git SHAs, sha256/md5 digests, Mongo ObjectIds) are
+identifiers, not secrets, unless a secret keyword introduces them ("api key: 3f78..."). Public keys
+(ssh-ed25519 ..., BEGIN PUBLIC KEY / CERTIFICATE) are not secrets.
+
+Results are codes only; no function here returns or raises with the matched text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+from memwarden.detect._text import normalise, smuggled_tags
+
+# detect-secrets plugin class -> our code. Codes are stable: the gate and audit events carry them.
+_DS_PLUGINS: dict[str, str] = {
+    "AWSKeyDetector": "aws_access_key",
+    "ArtifactoryDetector": "artifactory_token",
+    "AzureStorageKeyDetector": "azure_storage_key",
+    "BasicAuthDetector": "basic_auth_credentials",
+    "CloudantDetector": "cloudant_credentials",
+    "DiscordBotTokenDetector": "discord_bot_token",
+    "GitHubTokenDetector": "github_token",
+    "GitLabTokenDetector": "gitlab_token",
+    "IbmCloudIamDetector": "ibm_cloud_iam_key",
+    "IbmCosHmacDetector": "ibm_cos_hmac_credentials",
+    "JwtTokenDetector": "jwt",
+    "KeywordDetector": "secret_keyword",
+    "MailchimpDetector": "mailchimp_key",
+    "NpmDetector": "npm_token",
+    "OpenAIDetector": "openai_api_key",
+    "PrivateKeyDetector": "private_key",
+    "PypiTokenDetector": "pypi_token",
+    "SendGridDetector": "sendgrid_api_key",
+    "SlackDetector": "slack_token",
+    "SoftlayerDetector": "softlayer_credentials",
+    "SquareOAuthDetector": "square_oauth_secret",
+    "StripeDetector": "stripe_key",
+    "TelegramBotTokenDetector": "telegram_bot_token",
+    "TwilioKeyDetector": "twilio_api_key",
+}
+
+_B = r"(?<![A-Za-z0-9_])"  # token start: not glued to a longer identifier
+_E = r"(?![A-Za-z0-9_])"
+
+_EXTRA: tuple[tuple[str, str], ...] = (
+    ("github_token", rf"{_B}github_pat_[A-Za-z0-9_]{{22,255}}"),
+    ("github_token", rf"{_B}gh[pousr]_[A-Za-z0-9]{{36,255}}{_E}"),
+    ("openai_api_key", rf"{_B}sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{{20,}}"),
+    ("openai_api_key", rf"{_B}sk-[A-Za-z0-9]{{32,}}{_E}"),
+    ("anthropic_api_key", rf"{_B}sk-ant-(?:api|admin|oat|ort)\d{{2}}-[A-Za-z0-9_-]{{20,}}"),
+    ("google_api_key", rf"{_B}AIza[0-9A-Za-z_-]{{35}}"),
+    ("google_oauth_secret", rf"{_B}GOCSPX-[A-Za-z0-9_-]{{20,}}"),
+    ("google_oauth_token", rf"{_B}ya29\.[0-9A-Za-z_-]{{20,}}"),
+    ("gcp_service_account", r'"type"\s*:\s*"service_account"|"private_key_id"\s*:\s*"[a-f0-9]{40}"'),
+    ("azure_client_secret", r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])"),
+    ("azure_sas_token", r"[?&]sig=[A-Za-z0-9%+/=]{30,}"),
+    ("azure_connection_string", r"(?:SharedAccessKey|AccountKey)=[A-Za-z0-9+/=]{30,}"),
+    ("stripe_key", rf"{_B}(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{{16,}}"),
+    ("stripe_key", rf"{_B}whsec_[A-Za-z0-9+/=]{{24,}}"),
+    ("slack_token", rf"{_B}xox[abposre]-[A-Za-z0-9-]{{10,}}"),
+    ("slack_token", rf"{_B}xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+"),
+    ("huggingface_token", rf"{_B}hf_[A-Za-z]{{30,}}{_E}"),
+    ("npm_token", rf"{_B}npm_[A-Za-z0-9]{{36}}{_E}"),
+    ("shopify_token", rf"{_B}shp(?:at|ss|ca|pa)_[a-fA-F0-9]{{32}}{_E}"),
+    ("digitalocean_token", rf"{_B}do[por]_v1_[a-f0-9]{{64}}{_E}"),
+    ("databricks_token", rf"{_B}dapi[a-f0-9]{{32}}(?:-\d)?{_E}"),
+    ("vault_token", rf"{_B}hv[sbr]\.[A-Za-z0-9_-]{{24,}}"),
+    ("groq_api_key", rf"{_B}gsk_[A-Za-z0-9]{{48,}}{_E}"),
+    ("xai_api_key", rf"{_B}xai-[A-Za-z0-9]{{60,}}{_E}"),
+    ("linear_api_key", rf"{_B}lin_api_[A-Za-z0-9]{{40}}{_E}"),
+    ("notion_token", rf"{_B}(?:ntn|secret)_[A-Za-z0-9]{{43,46}}{_E}"),
+    ("replicate_token", rf"{_B}r8_[A-Za-z0-9]{{37}}{_E}"),
+    ("atlassian_token", rf"{_B}ATATT3[A-Za-z0-9_=-]{{100,}}"),
+    ("postman_api_key", rf"{_B}PMAK-[a-f0-9]{{24}}-[a-f0-9]{{34}}{_E}"),
+    ("sentry_token", rf"{_B}sntr[ysu]s?_[A-Za-z0-9+/=_-]{{40,}}"),
+    ("private_key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+    ("bearer_token", r"\bBearer\s+[A-Za-z0-9._~+/=-]{20,}"),
+)
+
+_PW_KW = r"pass(?:word|wd|phrase|code)|pwd|pw|passwort|contrase[ñn]a|mot de passe|pin(?: code| number)?"
+_KEY_KW = (
+    r"api[ _-]?(?:key|token|secret)|access[ _-]?(?:key|token)|secret[ _-]?key|auth(?:entication)?[ _-]?token"
+    r"|client[ _-]?secret|bearer token|token|secret"
+)
+_QUAL = (
+    r"(?:\s+(?:for|to|of|on|at)\s+(?:the\s+|my\s+|our\s+|his\s+|her\s+|their\s+|your\s+)?[\w.@'-]+"
+    r"(?:\s+(?:account|server|login|app|service|router|wifi|network|box|db|database|portal|site|vpn))?)?"
+)
+_ASSIGN = (
+    r"(?:\s*(?::=|[:=])|\s+(?:has been (?:changed|set|reset|updated) to|(?:was |is )?(?:changed|set|reset|updated) to"
+    r"|is now|is|was|will be|reads))\s*"
+)
+_PROSE = re.compile(
+    rf"(?<![\w-])(?P<kw>{_PW_KW}|{_KEY_KW}){_QUAL}{_ASSIGN}(?P<q>[\"'`]?)(?P<v>[^\s\"'`]{{2,300}})",
+    re.IGNORECASE,
+)
+
+_STOP = frozenset(
+    """
+    the a an not now no none null nil empty blank same different still also being too very set reset correct
+    incorrect wrong right invalid valid weak strong secure insecure long short missing required optional needed
+    necessary case sensitive in on at for to of with by from my your his her their our its this that it what which
+    here there below above unknown unchanged hidden private public known good bad fine ok okay yes true false
+    example something anything nothing easy hard simple complex new old mandatory temporary forgotten lost
+    compromised shared default standard random unique usually always never probably just only like due about
+    available unavailable active inactive disabled enabled locked unlocked up down over under ready pending where
+    how why when who kept written given sent wrong sensitive secret confidential personal same-as different-from
+    unset empty-string mine yours theirs ours same_as
+    """.split()
+)
+_WEAK_SUFFIXES = ("ed", "ing", "ly", "able", "ible", "ful", "less", "ive", "ous")
+_PLACEHOLDER = re.compile(r"^(?:x{3,}|\*{3,}|\.{3,}|#{3,}|-{3,}|_{3,}|\[redacted\]|redacted|changeme|todo|tbd)$", re.I)
+
+_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_=-]{32,}(?![A-Za-z0-9+/_=-])")
+_WORDLIKE = re.compile(r"[A-Z]?[a-z]{4,}")
+_HEX_OR_UUID = re.compile(r"^(?:[0-9a-fA-F]+|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})$")
+_PUBLIC_BLOCK = re.compile(
+    r"-----BEGIN (?:PUBLIC KEY|RSA PUBLIC KEY|CERTIFICATE|CERTIFICATE REQUEST|PGP PUBLIC KEY BLOCK)-----"
+    r".*?-----END [A-Z ]+-----",
+    re.DOTALL,
+)
+_PUBLIC_SSH = re.compile(
+    r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+[A-Za-z0-9+/=]+"
+)
+_DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
+
+
+@lru_cache(maxsize=1)
+def _extra_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    return tuple((code, re.compile(p)) for code, p in _EXTRA)
+
+
+@lru_cache(maxsize=1)
+def _plugins() -> tuple[tuple[str, Any], ...]:
+    """detect-secrets plugin instances, built once. Imported lazily: the worker pays for it at warm-up."""
+    from detect_secrets.plugins import (
+        artifactory,
+        aws,
+        azure_storage_key,
+        basic_auth,
+        cloudant,
+        discord,
+        github_token,
+        gitlab_token,
+        ibm_cloud_iam,
+        ibm_cos_hmac,
+        jwt,
+        keyword,
+        mailchimp,
+        npm,
+        openai,
+        private_key,
+        pypi_token,
+        sendgrid,
+        slack,
+        softlayer,
+        square_oauth,
+        stripe,
+        telegram_token,
+        twilio,
+    )
+
+    modules = (
+        artifactory,
+        aws,
+        azure_storage_key,
+        basic_auth,
+        cloudant,
+        discord,
+        github_token,
+        gitlab_token,
+        ibm_cloud_iam,
+        ibm_cos_hmac,
+        jwt,
+        keyword,
+        mailchimp,
+        npm,
+        openai,
+        private_key,
+        pypi_token,
+        sendgrid,
+        slack,
+        softlayer,
+        square_oauth,
+        stripe,
+        telegram_token,
+        twilio,
+    )
+    found = []
+    for module in modules:
+        for name, code in _DS_PLUGINS.items():
+            cls = getattr(module, name, None)
+            if cls is not None:
+                found.append((code, cls()))
+    return tuple(found)
+
+
+def shannon_entropy(value: str) -> float:
+    """Bits per character; random base62 tokens of 32+ chars score ~4.6+, English identifiers ~3.5-4.1."""
+    counts = Counter(value)
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _looks_random(token: str) -> bool:
+    """A long token that is a credential rather than an identifier, a path or a hex digest."""
+    core = token.strip("=")
+    if _HEX_OR_UUID.match(core):
+        return False
+    has_upper = any(c.isupper() for c in core)
+    has_lower = any(c.islower() for c in core)
+    digits = sum(c.isdigit() for c in core)
+    if not (has_upper and has_lower and digits >= 2):
+        return False
+    if core.count("/") >= 3 and all(seg[:1].isalpha() for seg in core.split("/") if seg):
+        return False  # a path, not base64
+    wordlike = sum(len(m) for m in _WORDLIKE.findall(core))
+    if wordlike > 0.5 * len(core):
+        return False  # CamelCaseIdentifiersLikeThis
+    return shannon_entropy(core) >= 4.2
+
+
+def _prose_value_is_secret(kw: str, quoted: bool, value: str) -> bool:
+    """'my password is hunter2' yes; 'my password is expired' / 'the token is valid' no."""
+    from detect_secrets.filters.heuristic import is_sequential_string, is_templated_secret
+
+    value = value.rstrip(".,;:!?)]}")
+    if not value or is_templated_secret(value) or value.startswith("$") or _PLACEHOLDER.match(value):
+        return False
+    if not any(c.isalnum() for c in value):
+        return False  # ******** and friends
+    kw = kw.lower()
+    lower = value.lower()
+    if kw.startswith("pin"):
+        return value.isdigit() and 4 <= len(value) <= 8
+    has_digit = any(c.isdigit() for c in value)
+    has_alpha = any(c.isalpha() for c in value)
+    if not re.match(_PW_KW + r"$", kw, re.IGNORECASE):
+        # key / token / secret family: a real value is long and mixes letters and digits
+        return len(value) >= 12 and has_digit and has_alpha and not is_sequential_string(value)
+    if lower in _STOP:
+        return False
+    if "(" in value or value.endswith("()"):
+        return False  # password = get_password()
+    if quoted or has_digit or not value.isalpha() or (value[1:] != value[1:].lower()):
+        return len(value) >= 3
+    if len(value) < 4 or lower.endswith(_WEAK_SUFFIXES):
+        return False
+    return True
+
+
+def _scan_prose(text: str) -> set[str]:
+    from detect_secrets.filters.heuristic import is_indirect_reference
+
+    found: set[str] = set()
+    for m in _PROSE.finditer(text):
+        kw = m.group("kw")
+        if _prose_value_is_secret(kw, bool(m.group("q")), m.group("v")):
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            line_end = text.find("\n", m.end())
+            line = text[line_start : line_end if line_end != -1 else len(text)]
+            if is_indirect_reference(line):
+                continue
+            family_pw = re.fullmatch(_PW_KW, kw, re.IGNORECASE) is not None
+            found.add("password_in_text" if family_pw else "secret_keyword")
+    return found
+
+
+def _scan_entropy(text: str) -> set[str]:
+    text = _PUBLIC_BLOCK.sub(" ", text)
+    text = _PUBLIC_SSH.sub(" ", text)
+    text = _DATA_URI.sub(" ", text)
+    for m in _TOKEN.finditer(text):
+        if _looks_random(m.group(0)):
+            return {"high_entropy_string"}
+    return set()
+
+
+def _scan_plugins(lines: Iterable[str]) -> set[str]:
+    from detect_secrets.filters.heuristic import is_potential_uuid, is_sequential_string, is_templated_secret
+
+    found: set[str] = set()
+    plugins = _plugins()
+    for line in lines:
+        if not line.strip():
+            continue
+        for code, plugin in plugins:
+            if code in found:
+                continue
+            for value in plugin.analyze_string(line):
+                if code == "secret_keyword" and (
+                    is_templated_secret(value) or is_potential_uuid(value) or is_sequential_string(value)
+                ):
+                    continue
+                found.add(code)
+                break
+    return found
+
+
+def find_secrets(content: str) -> list[str]:
+    """Codes of every kind of secret in `content`, sorted; [] if none. Never returns the secret itself."""
+    text = normalise(content)
+    hidden = smuggled_tags(content)
+    if hidden:
+        text = f"{text}\n{hidden}"
+    found = _scan_plugins(text.splitlines())
+    for code, pattern in _extra_patterns():
+        if code not in found and pattern.search(text):
+            found.add(code)
+    found |= _scan_prose(text)
+    if not found:
+        found |= _scan_entropy(text)
+    return sorted(found)
+
+
+def warm_up() -> None:
+    """Build the plugin instances and compile every pattern now, not on the first candidate."""
+    _plugins()
+    _extra_patterns()
+    find_secrets("warm up: password is x9y8z7 and ghp_" + "a1" * 18)
