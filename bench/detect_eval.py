@@ -11,6 +11,8 @@ Sets (all synthetic, written for this project; no third-party corpus, so no lice
 - secrets_labelled.jsonl: a secret or credential (1) vs ordinary text, ids and hashes (0).
 - pii_labelled.jsonl: PII per ARCHITECTURE.md (1, with expected categories) vs cities, employers,
   preferences and number-like non-PII (0).
+  Both have a `dev` split (written with the detectors) and a `holdout` split written later and measured
+  once (first-look numbers below), then used to close the format gaps it exposed.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from memwarden.detect import assess, find_secrets, pii_codes, screen, warm_up  #
 
 DATA = ROOT / "tests" / "data"
 FIRST_LOOK = {"holdout": (1.0, 0.633), "holdout2": (0.938, 0.429), "holdout3": (1.0, 0.257), "holdout4": (1.0, 0.375)}
-"""(precision, recall) of each held-out split the first time it was run, before any tuning on it."""
+"""(precision, recall) of each held-out injection split the first time it was run, before any tuning on it."""
+FIRST_LOOK_OTHER = {"secrets holdout": (1.0, 0.600), "pii holdout": (0.944, 0.850)}
+"""The same for the secrets and PII held-out splits (then used to close format gaps: none is untouched)."""
 
 
 def load(name: str) -> list[dict[str, Any]]:
@@ -82,10 +86,14 @@ def evaluate() -> dict[str, Any]:
     injection["all"] = prf(inj, is_injection)
     secrets = load("secrets_labelled.jsonl")
     pii = load("pii_labelled.jsonl")
+    has_secret = lambda t: bool(find_secrets(t))  # noqa: E731
+    has_pii = lambda t: bool(pii_codes(t))  # noqa: E731
     return {
         "injection": injection,
-        "secrets": prf(secrets, lambda t: bool(find_secrets(t))),
-        "pii": prf(pii, lambda t: bool(pii_codes(t))),
+        "secrets": {split: prf([r for r in secrets if r["split"] == split], has_secret) for split in ("dev", "holdout")}
+        | {"all": prf(secrets, has_secret)},
+        "pii": {split: prf([r for r in pii if r["split"] == split], has_pii) for split in ("dev", "holdout")}
+        | {"all": prf(pii, has_pii)},
         "pii_categories": category_prf(pii),
     }
 
@@ -124,7 +132,7 @@ def main() -> None:
     report["warm_up_s"] = warm_s
 
     if args.json:
-        for section in (report["injection"].values(), [report["secrets"], report["pii"]]):
+        for section in (report["injection"].values(), report["secrets"].values(), report["pii"].values()):
             for r in section:
                 r.pop("errors", None)
         print(json.dumps(report, indent=2))
@@ -144,10 +152,11 @@ def main() -> None:
         if split == "holdout4":
             note += "   <- never tuned on"
         line(split, r, note)
-    print("secrets (secrets_labelled.jsonl)")
-    line("rows", report["secrets"])
-    print("PII (pii_labelled.jsonl)")
-    line("rows (any PII)", report["pii"])
+    for title, key in (("secrets (secrets_labelled.jsonl)", "secrets"), ("PII, any type (pii_labelled.jsonl)", "pii")):
+        print(title)
+        for split, r in report[key].items():
+            first = FIRST_LOOK_OTHER.get(f"{key} {split}")
+            line(split, r, f"   first look: P={first[0]:.3f} R={first[1]:.3f}" if first else "")
     c = report["pii_categories"]
     print(f"  {'categories (micro)':<24} precision={c['precision']:.3f} recall={c['recall']:.3f}")
     t, a = report["latency_typical_200_chars"], report["latency_labelled_texts"]

@@ -26,7 +26,7 @@ from memwarden.detect.pii import warm_up as _warm_pii
 from memwarden.detect.secrets import find_secrets
 from memwarden.detect.secrets import warm_up as _warm_secrets
 from memwarden.detect.signals import is_behaviour_changing, is_failed_tool_output
-from memwarden.records import Screening, SourceKind
+from memwarden.records import Screening, SourceKind, content_hash
 
 __all__ = [
     "ENTITY_CATEGORY",
@@ -35,6 +35,7 @@ __all__ = [
     "PiiFinding",
     "PiiType",
     "assess",
+    "content_hash",
     "find_pii",
     "find_secrets",
     "is_behaviour_changing",

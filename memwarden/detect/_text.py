@@ -61,6 +61,20 @@ _FLAG_TAG_RE = re.compile("\U0001f3f4[\U000e0020-\U000e007e]+\U000e007f")
 _WS_RE = re.compile(r"[ \t\f\v]+")
 
 
+def strip_invisible(text: str) -> str:
+    """`text` without zero-width, bidi-control and smuggled tag characters: what a person sees.
+
+    Emoji stay intact: ZWJ sequences are untouched and subdivision flags keep their tag characters.
+    """
+    out, pos = [], 0
+    for m in _FLAG_TAG_RE.finditer(text):
+        out.append(_TAG_RE.sub("", text[pos : m.start()]).translate(_STRIP))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(_TAG_RE.sub("", text[pos:]).translate(_STRIP))
+    return "".join(out)
+
+
 def smuggled_tags(text: str) -> str:
     """ASCII hidden as Unicode tag characters (outside emoji flag sequences), decoded; '' if none."""
     if "\U000e0000" > max(text, default="\0"):

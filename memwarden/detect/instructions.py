@@ -20,7 +20,13 @@ Text inside hidden markup counts 1.5x; a strong phrase inside quotation marks ("
 previous instructions' can hijack chatbots") counts 0.4x; "ignore the previous instructions I sent
 about parking" (a person correcting themself) counts 0.3x. Matching runs on a normalised view
 (NFKC, zero-width removed, look-alike letters folded); strong rules also run on a leetspeak-folded
-view, on ASCII smuggled in tag characters and on base64 payloads.
+view, on ASCII smuggled in tag characters and on base64 payloads. Two interactions: an imperative
+("cancel ...", "forward ...") after the text has addressed the model adds 0.5; one in text that
+speaks of "the user" in the third person (its reader is the user's agent) adds 0.3.
+
+How good is it? See bench/detect_eval.py: precision is high on benign look-alikes, but recall on
+phrasings it was not tuned on is low (~0.4 on the untouched `holdout4` split). Treat it as one layer:
+retrieved memory is still rendered as labelled data, never as instructions.
 """
 
 from __future__ import annotations

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from memwarden.detect._text import strip_invisible
+
 
 class PiiType(StrEnum):
     """The contract's PII categories; per-type policy (reject or redact) is keyed on these."""
@@ -44,6 +46,7 @@ class PiiType(StrEnum):
 
 ENTITY_CATEGORY: dict[str, PiiType] = {
     "EMAIL_ADDRESS": PiiType.EMAIL,
+    "EMAIL_OBFUSCATED": PiiType.EMAIL,
     "PHONE_NUMBER": PiiType.PHONE,
     "CREDIT_CARD": PiiType.PAYMENT_CARD,
     "IBAN_CODE": PiiType.BANK_ACCOUNT,
@@ -131,6 +134,11 @@ _LABELLED: tuple[tuple[str, str, float], ...] = (
     (
         "BANK_ACCOUNT",
         rf"(?i:(?:bank\s+|checking\s+|savings\s+|current\s+)?(?:account|acct|a/c)){_LABEL_TAIL}(?P<v>\d{{6,17}})\b",
+        0.6,
+    ),
+    (
+        "EMAIL_OBFUSCATED",
+        r"\b[\w.+-]+\s*(?:\[at\]|\(at\)|\{at\}|<at>)\s*[\w-]+(?:\s*(?:\[dot\]|\(dot\)|\{dot\}|<dot>)\s*[\w-]+)+",
         0.6,
     ),
     ("BANK_ACCOUNT", r"(?i:sort\s*code)\s*(?:is|:)?\s*(?P<v>\d{2}[- ]?\d{2}[- ]?\d{2})\b", 0.6),
@@ -346,7 +354,9 @@ def redact(text: str, entities: set[str] | frozenset[str] | list[str] | tuple[st
 
     `entities` names categories (`PiiType` values such as "email") or presidio entity names
     ("EMAIL_ADDRESS"); both may be mixed. Overlapping spans are merged so nothing leaks at the edges.
+    Invisible characters are removed first: `screen` sees through them, so redaction must too.
     """
+    text = strip_invisible(text)
     wanted = {e.lower() for e in entities} | {e.upper() for e in entities}
     spans = sorted(
         (f.start, f.end, f.category) for f in find_pii(text) if f.category.value in wanted or f.entity in wanted

@@ -92,6 +92,25 @@ _EXTRA: tuple[tuple[str, str], ...] = (
     ("sentry_token", rf"{_B}sntr[ysu]s?_[A-Za-z0-9+/=_-]{{40,}}"),
     ("private_key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
     ("bearer_token", r"\bBearer\s+[A-Za-z0-9._~+/=-]{20,}"),
+    ("basic_auth_credentials", r"\bAuthorization:\s*Basic\s+[A-Za-z0-9+/=]{8,}"),
+    ("password_in_text", r"(?:^|[\s;|&])(?:mysql|mysqldump|mariadb|mysqladmin)\b[^\n]*?\s-p(?![\s-])\S{3,}"),
+    ("password_in_text", r"(?i)\b(?:user(?:name)?|login)\s+\S+\s+(?:pass|pw|pwd)\s+(?=\S*[\d\W])\S{4,}"),
+    (
+        "secret_keyword",
+        r"(?i)\b(?:api[ _-]?key|access[ _-]?token|secret[ _-]?key|auth[ _-]?token|client[ _-]?secret)\s+"
+        r"(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{16,}",
+    ),
+    ("secret_keyword", r"(?<![\w.-])(?i:key)\s*[:=]\s*(?=\S*\d)(?=\S*(?:[^\w\s]|[A-Z]\S*[a-z]|[a-z]\S*[A-Z]))\S{6,}"),
+    (
+        "access_code",
+        r"(?i)\b(?:door|gate|garage|alarm|locker|safe|lock|entry|building|keypad|padlock)\s+(?:code|combination|pin)\b"
+        r"[^\n]{0,16}?(?:\bis\b|:|=)\s*[\d#*-]{3,}",
+    ),
+    ("access_code", r"(?i)\bcombination\b[^\n]{0,12}?(?:\bis\b|:)\s*\d{1,3}(?:[- ]\d{1,3}){2,}"),
+    (
+        "access_code",
+        r"(?i)\b(?:backup|recovery|2fa|two-factor|mfa|one-time)\s+codes?\b[^\n]{0,20}?(?:\bis\b|\bare\b|:)\s*(?=[\w-]*\d)[\w-]{4,}",
+    ),
 )
 
 _PW_KW = r"pass(?:word|wd|phrase|code)|pwd|pw|passwort|contrase[ñn]a|mot de passe|pin(?: code| number)?"
@@ -139,6 +158,8 @@ _PUBLIC_BLOCK = re.compile(
 _PUBLIC_SSH = re.compile(
     r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+[A-Za-z0-9+/=]+"
 )
+_PUBLIC_PREFIXES = ("pk_live_", "pk_test_", "pub_", "pk-")
+"""Publishable / public keys (Stripe and others): meant to ship to browsers, not secrets."""
 _DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
 
 
@@ -222,7 +243,7 @@ def shannon_entropy(value: str) -> float:
 def _looks_random(token: str) -> bool:
     """A long token that is a credential rather than an identifier, a path or a hex digest."""
     core = token.strip("=")
-    if _HEX_OR_UUID.match(core):
+    if _HEX_OR_UUID.match(core) or core.startswith(_PUBLIC_PREFIXES):
         return False
     has_upper = any(c.isupper() for c in core)
     has_lower = any(c.islower() for c in core)
