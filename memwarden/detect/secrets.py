@@ -19,6 +19,7 @@ Results are codes only; no function here returns or raises with the matched text
 
 from __future__ import annotations
 
+import importlib
 import math
 import re
 from collections import Counter
@@ -168,62 +169,39 @@ def _extra_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
     return tuple((code, re.compile(p)) for code, p in _EXTRA)
 
 
+_PLUGIN_MODULES = (
+    "artifactory",
+    "aws",
+    "azure_storage_key",
+    "basic_auth",
+    "cloudant",
+    "discord",
+    "github_token",
+    "gitlab_token",
+    "ibm_cloud_iam",
+    "ibm_cos_hmac",
+    "jwt",
+    "keyword",
+    "mailchimp",
+    "npm",
+    "openai",
+    "private_key",
+    "pypi_token",
+    "sendgrid",
+    "slack",
+    "softlayer",
+    "square_oauth",
+    "stripe",
+    "telegram_token",
+    "twilio",
+)
+"""detect-secrets' pattern plugins we run (none that call out to verify a found key)."""
+
+
 @lru_cache(maxsize=1)
 def _plugins() -> tuple[tuple[str, Any], ...]:
     """detect-secrets plugin instances, built once. Imported lazily: the worker pays for it at warm-up."""
-    from detect_secrets.plugins import (
-        artifactory,
-        aws,
-        azure_storage_key,
-        basic_auth,
-        cloudant,
-        discord,
-        github_token,
-        gitlab_token,
-        ibm_cloud_iam,
-        ibm_cos_hmac,
-        jwt,
-        keyword,
-        mailchimp,
-        npm,
-        openai,
-        private_key,
-        pypi_token,
-        sendgrid,
-        slack,
-        softlayer,
-        square_oauth,
-        stripe,
-        telegram_token,
-        twilio,
-    )
-
-    modules = (
-        artifactory,
-        aws,
-        azure_storage_key,
-        basic_auth,
-        cloudant,
-        discord,
-        github_token,
-        gitlab_token,
-        ibm_cloud_iam,
-        ibm_cos_hmac,
-        jwt,
-        keyword,
-        mailchimp,
-        npm,
-        openai,
-        private_key,
-        pypi_token,
-        sendgrid,
-        slack,
-        softlayer,
-        square_oauth,
-        stripe,
-        telegram_token,
-        twilio,
-    )
+    modules = tuple(importlib.import_module(f"detect_secrets.plugins.{name}") for name in _PLUGIN_MODULES)
     found = []
     for module in modules:
         for name, code in _DS_PLUGINS.items():
