@@ -12,10 +12,10 @@ from datetime import UTC, datetime, timedelta
 from temporalio import activity
 
 from activities.deps import Deps
+from activities.indexing import index_point
 from memwarden.records import (
     Decision,
     Hit,
-    IndexPoint,
     MemoryRecord,
     RememberInput,
     RememberResult,
@@ -23,7 +23,6 @@ from memwarden.records import (
     RetrieveResult,
     SourceKind,
     Status,
-    sensitivity_rank,
 )
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
@@ -32,27 +31,6 @@ from workflows.names import COMMIT_MEMORY, INDEX_HEALTH, SEARCH_MEMORIES
 
 class CandidateGone(Exception):
     """The claim-checked content is missing and no record exists: nothing can be committed."""
-
-
-def index_point(record: MemoryRecord, dense: list[float]) -> IndexPoint:
-    """The index's view of a record: filter payload plus vectors, never the content as payload."""
-    assert record.content is not None
-    return IndexPoint(
-        memory_id=record.id,
-        tenant_id=record.tenant_id,
-        owner_id=record.owner_id,
-        scope=record.scope,
-        agent_id=record.agent_id,
-        store=record.store,
-        type=record.type,
-        status=record.status,
-        sensitivity_rank=sensitivity_rank(record.sensitivity),
-        expires_at_ts=record.expires_at.timestamp() if record.expires_at else None,
-        created_at_ts=record.created_at.timestamp(),
-        importance=record.importance,
-        dense=dense,
-        text=record.content,
-    )
 
 
 class MemoryActivities:
@@ -66,7 +44,10 @@ class MemoryActivities:
 
     @activity.defn(name=COMMIT_MEMORY)
     async def commit_memory(self, candidate: RememberInput) -> RememberResult:
-        """Durable store, then index, then cache invalidation; the claim check is dropped last."""
+        """The pre-gate commit: only RememberWorkflow runs recorded before the gate schedule it (replay).
+
+        Durable store, then index, then cache invalidation; the claim check is dropped last.
+        """
         store = self.deps.store
         existing = await store.get_memory(candidate.tenant_id, candidate.memory_id)
         if existing is None:

@@ -11,6 +11,7 @@ from temporalio.client import Client
 from api import problems
 from api.limits import BodyLimitMiddleware
 from api.routes import health, memories, search
+from api.routes import settings as settings_routes
 from api.state import ApiState
 from memwarden.config import Settings
 from memwarden.stores.sql import SqlStore
@@ -44,4 +45,5 @@ def create_app(settings: Settings, *, temporal: Client | None = None, store: Sql
     app.include_router(health.router)
     app.include_router(memories.router)
     app.include_router(search.router)
+    app.include_router(settings_routes.router)
     return app

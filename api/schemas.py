@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from memwarden.records import (
     Consequence,
@@ -108,3 +108,13 @@ class MemoryPage(BaseModel):
 
 class MemoryDetail(MemoryOut):
     history: list[MemoryOut] = Field(default_factory=list, description="Earlier versions, newest first.")
+
+
+class SettingsIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    memory_enabled: StrictBool = Field(description="Off stops new memories and reads; it deletes nothing.")
+
+
+class SettingsOut(BaseModel):
+    memory_enabled: bool

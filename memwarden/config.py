@@ -18,6 +18,8 @@ from pathlib import Path
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memwarden.policy.gate import GatePolicy
+
 
 class Profile(StrEnum):
     EMBEDDED = "embedded"
@@ -87,6 +89,13 @@ class Settings(BaseSettings):
 
     workflow_timeout_seconds: float = Field(default=30.0, gt=0)
 
+    importance_threshold: float = Field(
+        default=0.3, ge=0.0, le=1.0, description="Candidates scored below this are rejected (low_importance)."
+    )
+    confirmation_window_seconds: int = Field(
+        default=24 * 3600, gt=0, description="How long a PENDING write waits for confirmation before rejection."
+    )
+
     @model_validator(mode="after")
     def _profile_defaults(self) -> Settings:
         embedded = self.profile is Profile.EMBEDDED
@@ -106,6 +115,14 @@ class Settings(BaseSettings):
             if self.vector_backend is VectorBackend.QDRANT and not (self.qdrant_url or self.qdrant_location):
                 raise ValueError("MEMWARDEN_QDRANT_URL is required for the qdrant backend")
         return self
+
+    @cached_property
+    def gate_policy(self) -> GatePolicy:
+        """The write gate's knobs, handed to every RememberWorkflow as input (workflows never read config)."""
+        return GatePolicy(
+            importance_threshold=self.importance_threshold,
+            confirmation_window_seconds=self.confirmation_window_seconds,
+        )
 
     @property
     def edge_path(self) -> Path:

@@ -13,6 +13,7 @@ import jwt
 from pydantic import BaseModel, ConfigDict, Field
 
 from memwarden.records import (
+    MemoryRecord,
     MemoryType,
     NamespaceClause,
     ReadFilter,
@@ -42,6 +43,8 @@ class Principal(BaseModel):
     agent: str | None = Field(default=None, max_length=256)
     on_behalf_of: str | None = Field(default=None, max_length=256)
     stores: tuple[str, ...] = ()
+    moderates: tuple[str, ...] = ()
+    """Shared stores whose PENDING writes this principal may confirm or decline (the stores' moderators)."""
 
     @property
     def actor(self) -> str:
@@ -79,12 +82,19 @@ def mint_token(
     agent: str | None = None,
     on_behalf_of: str | None = None,
     stores: list[str] | tuple[str, ...] = (),
+    moderates: list[str] | tuple[str, ...] = (),
     ttl_seconds: int = 3600,
     issuer: str = "memwarden",
     now: float | None = None,
 ) -> str:
     principal = Principal(
-        tenant=tenant, sub=sub, role=Role(role), agent=agent, on_behalf_of=on_behalf_of, stores=tuple(stores)
+        tenant=tenant,
+        sub=sub,
+        role=Role(role),
+        agent=agent,
+        on_behalf_of=on_behalf_of,
+        stores=tuple(stores),
+        moderates=tuple(moderates),
     )
     if principal.role is Role.AGENT and not principal.agent:
         raise ValueError("an agent token needs --agent")
@@ -103,6 +113,8 @@ def mint_token(
         claims["on_behalf_of"] = principal.on_behalf_of
     if principal.stores:
         claims["stores"] = list(principal.stores)
+    if principal.moderates:
+        claims["moderates"] = list(principal.moderates)
     return jwt.encode(claims, secret, algorithm=ALGORITHM)
 
 
@@ -119,8 +131,9 @@ def verify_token(token: str, secret: str, *, issuer: str = "memwarden") -> Princ
         raise AuthError(type(exc).__name__) from None
     try:
         stores = claims.get("stores") or []
-        if not isinstance(stores, list):
-            raise AuthError("stores claim must be a list")
+        moderates = claims.get("moderates") or []
+        if not isinstance(stores, list) or not isinstance(moderates, list):
+            raise AuthError("stores and moderates claims must be lists")
         principal = Principal(
             tenant=claims["tenant"],
             sub=claims["sub"],
@@ -128,6 +141,7 @@ def verify_token(token: str, secret: str, *, issuer: str = "memwarden") -> Princ
             agent=claims.get("agent"),
             on_behalf_of=claims.get("on_behalf_of"),
             stores=tuple(str(s) for s in stores),
+            moderates=tuple(str(s) for s in moderates),
         )
     except (KeyError, ValueError) as exc:
         raise AuthError("invalid claims") from exc
@@ -168,6 +182,23 @@ def read_filter(
 def agent_self_owner(agent: str) -> str:
     """owner_id of an agent's memories that are about no user (its own procedures, say)."""
     return f"agent:{agent}"
+
+
+def may_settle(principal: Principal, record: MemoryRecord) -> bool:
+    """Who confirms or declines a PENDING write: the person it is about, never the agent that proposed it.
+
+    - a shared store's write: a moderator of that store (`moderates` claim);
+    - an agent's memory about no user (its own procedures): an operator of the tenant, since it changes
+      how the agent behaves for everyone it serves;
+    - anything else: the owner, signed in as a user.
+    """
+    if principal.tenant != record.tenant_id:
+        return False
+    if record.scope is Scope.SHARED:
+        return principal.role in (Role.USER, Role.AGENT) and record.store in principal.moderates
+    if record.owner_id.startswith("agent:"):
+        return principal.role is Role.OPERATOR
+    return principal.role is Role.USER and principal.sub == record.owner_id
 
 
 class WriteTarget(BaseModel):

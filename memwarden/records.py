@@ -334,6 +334,8 @@ class CandidateIn(BaseModel):
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=128)
     owner_id: str | None = Field(default=None, min_length=1, max_length=256)
     provenance: Provenance | None = None
+    confirm_requested: bool = False
+    """The proposer will ask the owner to confirm (required for `model` inferences, which go PENDING)."""
 
 
 class RememberInput(BaseModel):
@@ -359,6 +361,7 @@ class RememberInput(BaseModel):
     ttl_seconds: int | None
     idempotency_key: str | None = None
     actor: str
+    confirm_requested: bool = False
 
 
 class RememberResult(BaseModel):
@@ -402,25 +405,18 @@ class Screening(BaseModel):
     failed_tool_output: bool = False
 
 
-class ScreenResult(BaseModel):
-    """Everything the gate needs to decide, gathered by one activity: codes, ids and numbers only."""
-
-    screening: Screening
-    memory_enabled: bool
-    nearest_id: str | None = None
-    nearest_similarity: float | None = None
-    nearest_slot: str | None = None
-    slot_holder_id: str | None = None
-    slot_holder_similarity: float | None = None
-
-
 class CommitInput(BaseModel):
-    """Commit a gated candidate (or promote a confirmed pending one) with the gate's adjustments."""
+    """Commit a gated candidate (or stage it, or promote a confirmed one) with the gate's adjustments."""
 
     candidate: RememberInput
     importance: float
-    redact: list[str] = Field(default_factory=list)
     reason: str = "accepted"
+    redact: list[str] = Field(default_factory=list)
+    """PII categories replaced by placeholders before the content is stored."""
+    ttl_seconds: int | None = None
+    """Lifetime from the type's retention policy and the caller's ttl (None: no expiry by age)."""
+    untrusted: bool = False
+    """Stored flagged untrusted (tool observations): lower confidence, labelled with its source."""
 
 
 class SettleAction(StrEnum):

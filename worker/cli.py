@@ -67,6 +67,7 @@ def cmd_token(args: argparse.Namespace) -> int:
         agent=args.agent,
         on_behalf_of=args.on_behalf_of,
         stores=args.store or [],
+        moderates=args.moderates or [],
         ttl_seconds=args.ttl or settings.token_ttl_seconds,
         issuer=settings.auth_issuer,
     )
@@ -104,6 +105,7 @@ def parser() -> argparse.ArgumentParser:
     token.add_argument("--agent")
     token.add_argument("--on-behalf-of", dest="on_behalf_of")
     token.add_argument("--store", action="append")
+    token.add_argument("--moderates", action="append", help="a shared store whose pending writes it settles")
     token.add_argument("--ttl", type=int)
     token.add_argument("--data-dir", default=os.environ.get("MEMWARDEN_DATA_DIR"))
     token.set_defaults(func=cmd_token)

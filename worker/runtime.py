@@ -11,6 +11,8 @@ from temporalio.worker import Worker
 
 from activities.deps import Deps
 from activities.memory import MemoryActivities
+from activities.remember import RememberActivities
+from memwarden import detect
 from memwarden.config import Settings
 from memwarden.embed import Embedder, default_embedder
 from memwarden.stores.cache import open_cache
@@ -29,6 +31,8 @@ async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> 
     await index.ensure()
     cache = open_cache(settings)
     emb = embedder or await asyncio.to_thread(default_embedder)
+    # Build the detectors now (~1.5 s), so the first proposal does not pay for it.
+    await asyncio.to_thread(detect.warm_up)
     try:
         yield Deps(settings=settings, store=store, index=index, cache=cache, embedder=emb)
     finally:
@@ -38,12 +42,12 @@ async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> 
 
 
 def build_worker(client: Client, deps: Deps) -> Worker:
-    acts = MemoryActivities(deps)
+    activities = [*MemoryActivities(deps).all(), *RememberActivities(deps).all()]
     return Worker(
         client,
         task_queue=deps.settings.temporal_task_queue,
         workflows=ALL_WORKFLOWS,
-        activities=acts.all(),
+        activities=activities,
         workflow_runner=SANDBOX,
         max_concurrent_local_activities=32,
     )

@@ -5,6 +5,13 @@ implement them (the sandbox stays clean, and a test can register a stand-in by t
 """
 
 COMMIT_MEMORY = "commit_memory"
+"""The pre-gate commit (RememberInput -> stored as is). Kept registered only so RememberWorkflow
+histories recorded before the write gate still replay and finish; new runs never schedule it."""
+SCREEN_CANDIDATE = "screen_candidate"
+COMMIT_GATED = "commit_gated"
+STAGE_MEMORY = "stage_memory"
+SETTLE_PENDING = "settle_pending"
+RECORD_DECISION = "record_decision"
 SEARCH_MEMORIES = "search_memories"
 INDEX_HEALTH = "index_health"
 AUDIT_EVENT = "audit_event"

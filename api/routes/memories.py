@@ -8,14 +8,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Query
-from temporalio.client import WorkflowFailureError
+from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from api.problems import Problem
 from api.schemas import MemoryDetail, MemoryOut, MemoryPage, RememberOut
-from api.state import Caller, State
-from memwarden.identity import Forbidden, Role, read_filter, write_target
+from api.state import ApiState, Caller, State
+from memwarden.identity import Forbidden, Role, may_settle, read_filter, write_target
 from memwarden.records import (
     CandidateIn,
     Decision,
@@ -23,9 +24,12 @@ from memwarden.records import (
     ReadFilter,
     RememberInput,
     RememberResult,
+    SettleAction,
+    SettleRequest,
     Status,
     content_hash,
 )
+from workflows.pending import PendingWriteWorkflow, pending_workflow_id
 from workflows.remember import RememberWorkflow
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
@@ -77,25 +81,11 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
     memory_id = _memory_id(caller.tenant, caller.actor, candidate.idempotency_key)
     workflow_id = f"remember-{memory_id}"
     scoped_key = _scoped_key(caller.actor, candidate.idempotency_key)
+    digest = content_hash(candidate.content)
     if scoped_key is not None:
-        existing = await state.store.find_by_idempotency_key(caller.tenant, scoped_key)
-        if existing is not None:
-            if existing.content_hash != content_hash(candidate.content):
-                # Same key, different content: replaying it would silently drop the new text.
-                raise Problem(
-                    409,
-                    "idempotency_key_reused",
-                    "this idempotency key was already used for a different memory",
-                    field="idempotency_key",
-                )
-            decision = Decision.UPDATE if existing.supersedes else Decision.ADD
-            return RememberOut(
-                decision=decision,
-                reason="accepted",
-                memory_id=existing.id,
-                supersedes=existing.supersedes,
-                workflow_id=workflow_id,
-            )
+        replay = await _replay(state, workflow_id, scoped_key, caller.tenant, digest)
+        if replay is not None:
+            return replay
 
     now = datetime.now(UTC)
     await state.store.put_candidate(memory_id, caller.tenant, candidate.content, now + CLAIM_CHECK_TTL)
@@ -105,7 +95,7 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
     request = RememberInput(
         memory_id=memory_id,
         candidate_ref=memory_id,
-        content_hash=content_hash(candidate.content),
+        content_hash=digest,
         content_chars=len(candidate.content),
         tenant_id=target.tenant_id,
         owner_id=target.owner_id,
@@ -123,12 +113,14 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
         ttl_seconds=candidate.ttl_seconds,
         idempotency_key=scoped_key,
         actor=caller.actor,
+        confirm_requested=candidate.confirm_requested,
     )
     try:
         result = await state.temporal.execute_workflow(
             RememberWorkflow.run,
-            request,
+            args=[request, settings.gate_policy],
             id=workflow_id,
+            memo={"content_hash": digest},
             task_queue=settings.temporal_task_queue,
             execution_timeout=timedelta(seconds=settings.workflow_timeout_seconds),
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
@@ -150,6 +142,55 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
         reason=result.reason,
         memory_id=result.memory_id,
         supersedes=result.supersedes,
+        workflow_id=workflow_id,
+    )
+
+
+def _key_reused() -> Problem:
+    # Same key, different content: replaying the first answer would silently drop the new text.
+    return Problem(
+        409,
+        "idempotency_key_reused",
+        "this idempotency key was already used for a different memory",
+        field="idempotency_key",
+    )
+
+
+async def _replay(state: ApiState, workflow_id: str, scoped_key: str, tenant: str, digest: str) -> RememberOut | None:
+    """The first answer for a reused idempotency key (same key, same answer, one record), or None if new.
+
+    The workflow's own result is the answer while its history is retained (it knows REJECT and NOOP too);
+    after that, the stored record speaks for it.
+    """
+    handle = state.temporal.get_workflow_handle(workflow_id, result_type=RememberResult)
+    try:
+        described = await handle.describe()
+    except RPCError as exc:
+        if exc.status is not RPCStatusCode.NOT_FOUND:
+            raise
+    else:
+        if await described.memo_value("content_hash", None) != digest:
+            raise _key_reused()
+        try:
+            result = await handle.result()
+        except WorkflowFailureError:
+            result = None  # the first attempt failed and stored nothing: this one may try again
+        if result is not None:
+            return RememberOut(**result.model_dump(), workflow_id=workflow_id)
+    existing = await state.store.find_by_idempotency_key(tenant, scoped_key)
+    if existing is None:
+        return None
+    if existing.content_hash != digest:
+        raise _key_reused()
+    if existing.status is Status.PENDING:
+        decision = Decision.PENDING
+    else:
+        decision = Decision.UPDATE if existing.supersedes else Decision.ADD
+    return RememberOut(
+        decision=decision,
+        reason="replayed",
+        memory_id=existing.id,
+        supersedes=existing.supersedes,
         workflow_id=workflow_id,
     )
 
@@ -200,3 +241,48 @@ async def get_memory(state: State, caller: Caller, memory_id: str) -> MemoryDeta
         history.append(MemoryOut.of(older))
         previous = older.supersedes
     return MemoryDetail(**MemoryOut.of(record).model_dump(), history=history)
+
+
+async def _settle(state: ApiState, caller: Caller, memory_id: str, action: SettleAction) -> RememberOut:
+    """Confirm or decline a PENDING write through its PendingWriteWorkflow, answered in one round trip.
+
+    The update id is the action, so repeating a confirm returns the first confirm's answer even after the
+    workflow closed; a confirm after a decline or after the window passed is 409.
+    """
+    record = await state.store.get_memory(caller.tenant, memory_id)
+    visible = record is not None and (
+        may_settle(caller, record)
+        or (
+            caller.role in (Role.USER, Role.AGENT)
+            and read_filter(caller).model_copy(update={"statuses": tuple(Status)}).admits(record)
+        )
+    )
+    if record is None or not visible:
+        raise Problem(404, "not_found", "no such memory", field="memory_id")
+    if not may_settle(caller, record):
+        raise Problem(403, "not_confirmer", "only the owner (or the shared store's moderator) settles this write")
+    workflow_id = pending_workflow_id(memory_id)
+    handle = state.temporal.get_workflow_handle(workflow_id, result_type=RememberResult)
+    try:
+        result = await handle.execute_update(
+            PendingWriteWorkflow.settle, SettleRequest(action=action, actor=caller.actor), id=f"settle-{action.value}"
+        )
+    except (WorkflowUpdateFailedError, RPCError):
+        raise Problem(
+            409,
+            "not_pending",
+            "this write is no longer pending (settled, declined or its window passed)",
+            field="memory_id",
+            extra={"status": record.status.value},
+        ) from None
+    return RememberOut(**result.model_dump(), workflow_id=workflow_id)
+
+
+@router.post("/{memory_id}/confirm", response_model=RememberOut)
+async def confirm(state: State, caller: Caller, memory_id: str) -> RememberOut:
+    return await _settle(state, caller, memory_id, SettleAction.CONFIRM)
+
+
+@router.post("/{memory_id}/decline", response_model=RememberOut)
+async def decline(state: State, caller: Caller, memory_id: str) -> RememberOut:
+    return await _settle(state, caller, memory_id, SettleAction.DECLINE)

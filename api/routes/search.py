@@ -10,6 +10,7 @@ from fastapi import APIRouter, BackgroundTasks, Body
 from temporalio.client import WorkflowFailureError
 
 from api.problems import Problem
+from api.routes.settings import memory_enabled
 from api.schemas import SearchIn, SearchOut, SearchResultOut
 from api.state import Caller, State
 from memwarden.identity import Role, read_filter
@@ -34,7 +35,7 @@ async def search(
         raise Problem(403, "forbidden_role", f"role {caller.role.value} cannot search memory content")
     rf = read_filter(caller, types=tuple(body.types) if body.types else None)
     workflow_id = f"retrieve-{uuid.uuid4()}"
-    if not rf.clauses:
+    if not rf.clauses or not await memory_enabled(state, caller):
         return SearchOut(results=[], withheld=[], context="", workflow_id=workflow_id)
     request = RetrieveInput(query=body.query, k=k, read_filter=rf, consequence=body.consequence, actor=caller.actor)
     try:

@@ -198,6 +198,8 @@ class GatePolicy(BaseModel):
     staging_sensitivity: Sensitivity = Sensitivity.CONFIDENTIAL
     """Candidates at or above this sensitivity wait for confirmation."""
     retention: RetentionPolicy = Field(default_factory=RetentionPolicy)
+    confirmation_window_seconds: int = Field(default=24 * 3600, gt=0)
+    """How long a PENDING write waits for its owner (or moderator) before it is rejected."""
     version: str = POLICY_VERSION
 
     @field_serializer("reason_sources", "source_types")
@@ -250,7 +252,7 @@ class GateInput(BaseModel):
         *,
         screening: Screening,
         memory_enabled: bool = True,
-        confirm_requested: bool = False,
+        confirm_requested: bool | None = None,
     ) -> GateInput:
         return cls(
             type=candidate.type,
@@ -265,7 +267,7 @@ class GateInput(BaseModel):
             ttl_seconds=candidate.ttl_seconds,
             screening=screening,
             memory_enabled=memory_enabled,
-            confirm_requested=confirm_requested,
+            confirm_requested=candidate.confirm_requested if confirm_requested is None else confirm_requested,
         )
 
 
@@ -295,6 +297,23 @@ class Lookup(BaseModel):
     """The most similar live memory (pending, active or stale) in the same namespace, any type."""
     slot_holder: Neighbour | None = None
     """The live holder of the candidate's slot in the same namespace; None when the candidate has no slot."""
+
+
+class Screened(BaseModel):
+    """What the screening activity hands the workflow: detector codes, the owner's switch, neighbours.
+
+    Codes, ids and scores only (safe for history). `lookup` is empty when `precheck` already rejects:
+    rejected text is neither embedded nor compared with anything.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    screening: Screening
+    memory_enabled: bool = True
+    lookup: Lookup = Field(default_factory=Lookup)
+
+    def gate_input(self, candidate: RememberInput) -> GateInput:
+        return GateInput.from_remember(candidate, screening=self.screening, memory_enabled=self.memory_enabled)
 
 
 class GateDecision(BaseModel):

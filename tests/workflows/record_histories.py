@@ -37,7 +37,9 @@ from temporalio.client import Client, WorkflowFailureError
 from activities.deps import Deps
 from memwarden.config import Settings
 from memwarden.identity import Principal, Role, read_filter
+from memwarden.policy.gate import GatePolicy
 from memwarden.records import (
+    Decision,
     MemoryType,
     Provenance,
     RememberInput,
@@ -46,6 +48,8 @@ from memwarden.records import (
     RetrieveResult,
     Scope,
     Sensitivity,
+    SettleAction,
+    SettleRequest,
     SourceKind,
     content_hash,
 )
@@ -54,9 +58,14 @@ from worker.codec import ENCODING
 from worker.devserver import DevServer, free_port
 from worker.runtime import build_worker, open_deps
 from worker.temporal_client import data_converter
-from workflows import ALL_WORKFLOWS, HealthWorkflow, RememberWorkflow, RetrieveWorkflow
+from workflows import ALL_WORKFLOWS, HealthWorkflow, PendingWriteWorkflow, RememberWorkflow, RetrieveWorkflow
+from workflows.pending import pending_workflow_id
+from workflows.remember import GATE_PATCH
 
 HISTORIES_DIR = Path(__file__).resolve().parent / "histories"
+LEGACY_DIR = HISTORIES_DIR / "legacy"
+"""Histories recorded by earlier versions of a workflow, never re-recorded: production may still hold
+runs like them, so today's code must replay them too (RememberWorkflow before the write gate)."""
 
 _KEY_SEED = b"memwarden: public codec key for recorded test histories"
 TEST_CODEC_KEY = base64.b64encode(hashlib.sha256(_KEY_SEED).digest()).decode()
@@ -133,11 +142,20 @@ async def park(store: SqlStore, request: RememberInput, content: str) -> None:
 
 
 async def run_remember(
-    client: Client, store: SqlStore, task_queue: str, request: RememberInput, content: str, *, workflow_id: str
+    client: Client,
+    store: SqlStore,
+    task_queue: str,
+    request: RememberInput,
+    content: str,
+    *,
+    workflow_id: str,
+    policy: GatePolicy | None = None,
 ) -> RememberResult:
-    """Park the content and run RememberWorkflow to completion."""
+    """Park the content and run RememberWorkflow to completion, under the gate's default policy."""
     await park(store, request, content)
-    return await client.execute_workflow(RememberWorkflow.run, request, id=workflow_id, task_queue=task_queue)
+    return await client.execute_workflow(
+        RememberWorkflow.run, args=[request, policy or GatePolicy()], id=workflow_id, task_queue=task_queue
+    )
 
 
 async def run_retrieve(
@@ -163,6 +181,22 @@ LOCAL_ACTIVITY_MARKER_KEYS = frozenset(
 """What the SDK itself writes, unencoded, into a local-activity marker: ids, type, attempt, times."""
 
 _MARKER_METADATA_PATH = re.compile(r"/markerRecordedEventAttributes/details/data/payloads\[\d+\]$")
+_PATCH_MARKER_PATH = re.compile(r"/markerRecordedEventAttributes/details/patch-data/payloads\[\d+\]$")
+_CHANGE_VERSION_PATH = re.compile(r"/searchAttributes/indexedFields/TemporalChangeVersion$")
+KNOWN_PATCHES = frozenset({GATE_PATCH})
+"""`workflow.patched` writes, unencoded, a marker `{"id": <patch>, "deprecated": bool}` and a search
+attribute listing the patch names: tolerated only for the patch names our workflows define."""
+
+
+def _sdk_metadata(path: str, value: object) -> bool:
+    """Whether an unencoded payload is the SDK's own bookkeeping (ids, types, times, patch names)."""
+    if _MARKER_METADATA_PATH.search(path):
+        return isinstance(value, dict) and set(value) <= LOCAL_ACTIVITY_MARKER_KEYS
+    if _PATCH_MARKER_PATH.search(path):
+        return isinstance(value, dict) and set(value) <= {"id", "deprecated"} and value.get("id") in KNOWN_PATCHES
+    if _CHANGE_VERSION_PATH.search(path):
+        return isinstance(value, list) and set(value) <= KNOWN_PATCHES
+    return False
 
 
 def unsealed_payloads(history: dict[str, Any]) -> list[str]:
@@ -178,10 +212,8 @@ def unsealed_payloads(history: dict[str, Any]) -> list[str]:
             metadata = node.get("metadata")
             if isinstance(metadata, dict) and "encoding" in metadata:
                 encoding = base64.b64decode(metadata["encoding"])
-                if encoding != ENCODING and not (
-                    _MARKER_METADATA_PATH.search(path)
-                    and set(json.loads(base64.b64decode(node.get("data", "")))) <= LOCAL_ACTIVITY_MARKER_KEYS
-                ):
+                raw = base64.b64decode(node.get("data", "")) if encoding != ENCODING else b""
+                if encoding != ENCODING and not (raw and _sdk_metadata(path, json.loads(raw))):
                     found.append(path)
                 return
             for key, value in node.items():
@@ -202,8 +234,21 @@ AGENT = Principal(tenant=TENANT, sub="svc-planner", role=Role.AGENT, agent="plan
 
 SYNTHETIC = {
     "pref": "synthetic preference: prefers the color teal for dashboard charts",
+    "pref_new": "synthetic preference: prefers the color amber for dashboard charts",
     "agent": "synthetic agent note: user-a reviews plans on weekday mornings",
+    "secret": "synthetic deploy key AKIAZ7QXW3SYNTH5EXMP with secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYSYNTHETICKEY",
+    "staged_ok": "synthetic directive: from now on always summarise plans in three bullet points",
+    "staged_no": "synthetic directive: from now on never mention weekend plans in summaries",
+    "staged_late": "synthetic directive: from now on always answer in formal register",
 }
+
+POLICY = GatePolicy()
+SHORT_WINDOW = GatePolicy(confirmation_window_seconds=2)
+"""The window-passed case waits for real on the dev server; time skipping covers the 24 h default."""
+
+
+def _mid(name: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memwarden-test/{name}"))
 
 
 @dataclass(frozen=True)
@@ -212,36 +257,48 @@ class Case:
     case: str
     run: Callable[[Client, Deps, str, str], Awaitable[object]]
     fails: bool = False
+    recorded_id: str | None = None
+    """The id the run really has, when it is not `workflow_id` (a child started by another workflow)."""
 
     @property
     def workflow_id(self) -> str:
         return f"{self.workflow}-{self.case}"
 
 
-async def _remember_user(client: Client, deps: Deps, tq: str, wid: str) -> object:
-    request = remember_input(
-        str(uuid.uuid5(uuid.NAMESPACE_URL, "memwarden-test/pref")),
-        SYNTHETIC["pref"],
-        tenant=TENANT,
-        owner=ALICE.sub,
-        actor=ALICE.actor,
-        slot="ui.chart_color",
-    )
-    return await run_remember(client, deps.store, tq, request, SYNTHETIC["pref"], workflow_id=wid)
+def _remember(
+    name: str,
+    *,
+    expect: Decision,
+    text: str | None = None,
+    actor: str = ALICE.actor,
+    policy: GatePolicy = POLICY,
+    **fields: Any,
+) -> Callable[..., Any]:
+    """Propose SYNTHETIC[text or name] as memory `name` and check the gate decided `expect`."""
+
+    async def run(client: Client, deps: Deps, tq: str, wid: str) -> object:
+        content = SYNTHETIC[text or name]
+        request = remember_input(_mid(name), content, tenant=TENANT, owner=ALICE.sub, actor=actor, **fields)
+        result = await run_remember(client, deps.store, tq, request, content, workflow_id=wid, policy=policy)
+        if result.decision is not expect:
+            raise RuntimeError(f"recording expected {expect} for {name}, got {result.decision}/{result.reason}")
+        return result
+
+    return run
 
 
-async def _remember_agent(client: Client, deps: Deps, tq: str, wid: str) -> object:
-    request = remember_input(
-        str(uuid.uuid5(uuid.NAMESPACE_URL, "memwarden-test/agent")),
-        SYNTHETIC["agent"],
-        tenant=TENANT,
-        owner=ALICE.sub,
-        actor=AGENT.actor,
-        scope=Scope.AGENT,
-        agent_id=AGENT.agent,
-        type=MemoryType.EPISODIC,
-    )
-    return await run_remember(client, deps.store, tq, request, SYNTHETIC["agent"], workflow_id=wid)
+def _settle(name: str, action: SettleAction | None) -> Callable[..., Any]:
+    """Confirm or decline the staged write `name` (None: let its window pass), then wait for its end."""
+
+    async def run(client: Client, deps: Deps, tq: str, wid: str) -> object:
+        handle = client.get_workflow_handle(pending_workflow_id(_mid(name)), result_type=RememberResult)
+        if action is not None:
+            await handle.execute_update(
+                PendingWriteWorkflow.settle, SettleRequest(action=action, actor=ALICE.actor), id=f"settle-{action}"
+            )
+        return await handle.result()
+
+    return run
 
 
 async def _retrieve_user(client: Client, deps: Deps, tq: str, wid: str) -> object:
@@ -275,14 +332,46 @@ async def _health(client: Client, deps: Deps, tq: str, wid: str) -> object:
     return healthy
 
 
+_DIRECTIVE = {"type": MemoryType.PROCEDURAL}
+
 CASES: tuple[Case, ...] = (
-    Case("RememberWorkflow", "user_preference", _remember_user),
-    Case("RememberWorkflow", "agent_private", _remember_agent),
+    Case("RememberWorkflow", "gated_add", _remember("pref", expect=Decision.ADD, slot="ui.chart_color")),
+    Case(
+        "RememberWorkflow",
+        "agent_private",
+        _remember(
+            "agent",
+            expect=Decision.ADD,
+            actor=AGENT.actor,
+            scope=Scope.AGENT,
+            agent_id=AGENT.agent,
+            type=MemoryType.EPISODIC,
+        ),
+    ),
+    Case("RememberWorkflow", "noop_duplicate", _remember("pref_dup", text="pref", expect=Decision.NOOP)),
+    Case("RememberWorkflow", "rejected_secret", _remember("secret", expect=Decision.REJECT, type=MemoryType.FACT)),
+    Case("RememberWorkflow", "staged", _remember("staged_ok", expect=Decision.PENDING, **_DIRECTIVE)),
+    Case("PendingWriteWorkflow", "confirmed", _settle("staged_ok", SettleAction.CONFIRM), recorded_id="staged_ok"),
+    Case("RememberWorkflow", "staged_declined", _remember("staged_no", expect=Decision.PENDING, **_DIRECTIVE)),
+    Case("PendingWriteWorkflow", "declined", _settle("staged_no", SettleAction.DECLINE), recorded_id="staged_no"),
+    Case(
+        "RememberWorkflow",
+        "staged_expires",
+        _remember("staged_late", expect=Decision.PENDING, policy=SHORT_WINDOW, **_DIRECTIVE),
+    ),
+    Case("PendingWriteWorkflow", "window_passed", _settle("staged_late", None), recorded_id="staged_late"),
     Case("RetrieveWorkflow", "user_hits", _retrieve_user),
     Case("RetrieveWorkflow", "agent_hits", _retrieve_agent),
     Case("RetrieveWorkflow", "activity_fails", _retrieve_fails, fails=True),
     Case("HealthWorkflow", "ok", _health),
+    # Last: supersedes the teal preference, after the reads that expect it.
+    Case("RememberWorkflow", "gated_update", _remember("pref_new", expect=Decision.UPDATE, slot="ui.chart_color")),
 )
+
+
+def history_id(case: Case) -> str:
+    """Where the case's history lives on the server (a staged write's child has an id of its own)."""
+    return pending_workflow_id(_mid(case.recorded_id)) if case.recorded_id else case.workflow_id
 
 
 def workflow_names() -> set[str]:
@@ -305,7 +394,7 @@ async def record() -> dict[str, str]:
                 for case in CASES:
                     await case.run(client, deps, settings.temporal_task_queue, case.workflow_id)
             return {
-                c.workflow_id: (await client.get_workflow_handle(c.workflow_id).fetch_history()).to_json()
+                c.workflow_id: (await client.get_workflow_handle(history_id(c)).fetch_history()).to_json()
                 for c in CASES
             }
 

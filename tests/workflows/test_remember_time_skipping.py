@@ -2,6 +2,7 @@
 
 The commit step is retried with backoff while a store is down; time skipping makes minutes of
 backoff instant, and the stand-in counts attempts so the test proves the retry, not just a result.
+The screening step is stood in too (a clean screening, nothing near): these tests are about the retry.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from memwarden.policy.gate import GatePolicy, Screened
 from memwarden.records import (
+    CommitInput,
     Decision,
     MemoryType,
     Provenance,
@@ -26,10 +29,11 @@ from memwarden.records import (
     RememberResult,
     Scope,
     Sensitivity,
+    Screening,
     SourceKind,
 )
 from worker.sandbox import SANDBOX
-from workflows.names import COMMIT_MEMORY
+from workflows.names import COMMIT_GATED, SCREEN_CANDIDATE
 from workflows.remember import COMMIT_MAX_ATTEMPTS, RememberWorkflow
 
 
@@ -62,11 +66,16 @@ def candidate() -> RememberInput:
         source_ref=None,
         provenance=Provenance(),
         reason="user_explicit_preference",
-        importance=None,
+        importance=0.8,
         sensitivity=Sensitivity.LOW,
         ttl_seconds=None,
         actor="user:alice",
     )
+
+
+@activity.defn(name=SCREEN_CANDIDATE)
+async def clean_screening(c: RememberInput, policy: GatePolicy) -> Screened:
+    return Screened(screening=Screening(), memory_enabled=True)
 
 
 @pytest.fixture(scope="module")
@@ -81,19 +90,19 @@ async def env() -> WorkflowEnvironment:
 async def test_commit_is_retried_with_backoff_until_the_store_answers(env: WorkflowEnvironment) -> None:
     attempts: list[int] = []
 
-    @activity.defn(name=COMMIT_MEMORY)
-    async def flaky_commit(c: RememberInput) -> RememberResult:
+    @activity.defn(name=COMMIT_GATED)
+    async def flaky_commit(ci: CommitInput) -> RememberResult:
         attempts.append(activity.info().attempt)
         if len(attempts) < 4:
             raise RuntimeError("store unavailable")
-        return RememberResult(decision=Decision.ADD, reason="accepted", memory_id=c.memory_id)
+        return RememberResult(decision=Decision.ADD, reason=ci.reason, memory_id=ci.candidate.memory_id)
 
     c = candidate()
     async with Worker(
         env.client,
         task_queue="tq-retry",
         workflows=[RememberWorkflow],
-        activities=[flaky_commit],
+        activities=[clean_screening, flaky_commit],
         workflow_runner=SANDBOX,
     ):
         result = await env.client.execute_workflow(
@@ -106,8 +115,8 @@ async def test_commit_is_retried_with_backoff_until_the_store_answers(env: Workf
 async def test_commit_gives_up_after_its_bounded_attempts(env: WorkflowEnvironment) -> None:
     calls = 0
 
-    @activity.defn(name=COMMIT_MEMORY)
-    async def always_down(c: RememberInput) -> RememberResult:
+    @activity.defn(name=COMMIT_GATED)
+    async def always_down(ci: CommitInput) -> RememberResult:
         nonlocal calls
         calls += 1
         raise RuntimeError("store unavailable")
@@ -117,7 +126,7 @@ async def test_commit_gives_up_after_its_bounded_attempts(env: WorkflowEnvironme
         env.client,
         task_queue="tq-down",
         workflows=[RememberWorkflow],
-        activities=[always_down],
+        activities=[clean_screening, always_down],
         workflow_runner=SANDBOX,
     ):
         with pytest.raises(WorkflowFailureError):

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from tests.workflows.record_histories import (
         CASES,
         HISTORIES_DIR,
+        LEGACY_DIR,
         SYNTHETIC,
         Case,
         settings_for,
@@ -36,7 +37,10 @@ with workflow.unsafe.imports_passed_through():
     from worker.temporal_client import data_converter
     from workflows import ALL_WORKFLOWS
 
-HISTORY_FILES = sorted(HISTORIES_DIR.glob("*.json"))
+CURRENT_FILES = sorted(HISTORIES_DIR.glob("*.json"))
+LEGACY_FILES = sorted(LEGACY_DIR.glob("*.json"))
+HISTORY_FILES = CURRENT_FILES + LEGACY_FILES
+"""Today's cases and the histories older workflow versions left behind: all must replay."""
 
 
 def load(path: Path) -> WorkflowHistory:
@@ -51,7 +55,7 @@ def replayer(workflows: list[type]) -> Replayer:
 
 
 def test_every_workflow_and_case_has_a_recorded_history() -> None:
-    recorded = {p.stem for p in HISTORY_FILES}
+    recorded = {p.stem for p in CURRENT_FILES}
     assert recorded == {c.workflow_id for c in CASES}, "re-run `make record-histories`"
     assert {stem.split("-", 1)[0] for stem in recorded} == workflow_names()
 
@@ -96,7 +100,13 @@ def test_recorded_histories_hold_no_plaintext() -> None:
 
 # -- proof that the replay test can fail --------------------------------------------------------
 
-REMEMBER_HISTORY = HISTORIES_DIR / "RememberWorkflow-user_preference.json"
+REMEMBER_HISTORY = LEGACY_DIR / "RememberWorkflow-user_preference.json"
+"""A pre-gate run: the altered workflows below are changes to that version's command sequence."""
+
+
+def test_legacy_remember_histories_are_kept() -> None:
+    """Runs from before the write gate replay down the unpatched branch; deleting them would hide a break."""
+    assert {p.stem for p in LEGACY_FILES} >= {"RememberWorkflow-user_preference", "RememberWorkflow-agent_private"}
 
 
 @workflow.defn(name="RememberWorkflow")

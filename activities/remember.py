@@ -1,0 +1,342 @@
+"""Remember's activities: screen a candidate, then commit, stage, settle or record the decision.
+
+All I/O of the write gate lives here; the decision itself is pure (`memwarden.policy.gate`) and runs in
+the workflow. Each activity is idempotent: the memory id is fixed by the API, the store's commit returns
+an already-committed row unchanged, index upserts overwrite, and audit events carry an id derived from
+(workflow run, operation, memory), so a retried attempt appends nothing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.deps import Deps
+from activities.indexing import index_point
+from memwarden import detect
+from memwarden.policy.dedupe import cosine, value_conflict
+from memwarden.policy.gate import GatePolicy, Lookup, Neighbour, Screened, precheck, redact_entities
+from memwarden.records import (
+    CommitInput,
+    Decision,
+    MemoryRecord,
+    NamespaceClause,
+    ReadFilter,
+    RememberInput,
+    RememberResult,
+    Scope,
+    SettleAction,
+    SettleRequest,
+    SourceKind,
+    Status,
+    content_hash,
+)
+from memwarden.stores.audit import AuditEventIn
+from memwarden.stores.cache import invalidation_prefixes
+from workflows.names import COMMIT_GATED, RECORD_DECISION, SCREEN_CANDIDATE, SETTLE_PENDING, STAGE_MEMORY
+
+LIVE = (Status.ACTIVE, Status.STALE)
+UNTRUSTED_CONFIDENCE = 0.5
+"""Confidence stored on untrusted observations (tool output): ranked and labelled below what a person said."""
+
+
+def candidate_gone(memory_id: str) -> ApplicationError:
+    """The claim-checked content is gone and nothing was stored: retrying cannot help (non-retryable)."""
+    return ApplicationError(f"candidate {memory_id} is gone", type="CandidateGone", non_retryable=True)
+
+
+def namespace_filter(c: RememberInput) -> ReadFilter:
+    """Exactly the candidate's own namespace: dedupe and slots never reach across namespaces."""
+    if c.scope is Scope.SHARED:
+        clause = NamespaceClause(scope=Scope.SHARED, stores=(c.store or "",))
+    elif c.scope is Scope.AGENT:
+        clause = NamespaceClause(scope=Scope.AGENT, owner_ids=(c.owner_id,), agent_id=c.agent_id)
+    else:
+        clause = NamespaceClause(scope=Scope.USER, owner_ids=(c.owner_id,))
+    return ReadFilter(tenant_id=c.tenant_id, clauses=(clause,), statuses=LIVE)
+
+
+def namespace_label(c: RememberInput | MemoryRecord) -> str:
+    """How audit events name a namespace: ids only."""
+    if c.scope is Scope.SHARED:
+        return f"shared:{c.store}"
+    if c.scope is Scope.AGENT:
+        return f"agent:{c.agent_id}:{c.owner_id}"
+    return f"user:{c.owner_id}"
+
+
+_AUDIT_NS = uuid.UUID("0b6c1b0e-2f55-4c3e-8f0a-6b1d9a1e7c42")
+
+
+ONCE_PER_MEMORY = frozenset({"create", "update", "stage", "confirm", "reject"})
+"""State changes that happen to a memory at most once: their event is keyed by the memory alone, so a
+second workflow that re-commits the same id (a crash, a replayed proposal) records nothing new."""
+
+
+def audit_id(operation: str, memory_id: str | None) -> str:
+    """The event's idempotency id: per memory for state changes, per workflow run for decisions."""
+    if operation in ONCE_PER_MEMORY and memory_id is not None:
+        return str(uuid.uuid5(_AUDIT_NS, f"{operation}\x00{memory_id}"))
+    info = activity.info()
+    return str(uuid.uuid5(_AUDIT_NS, f"{info.workflow_id}\x00{info.workflow_run_id}\x00{operation}\x00{memory_id}"))
+
+
+def _clamp(similarity: float) -> float:
+    """Float error can put a cosine of unit vectors a hair outside [-1, 1]."""
+    return max(-1.0, min(1.0, similarity))
+
+
+class RememberActivities:
+    """Bound to one worker's Deps; registered by method."""
+
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+
+    async def _embed(self, texts: list[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self.deps.embedder.embed, texts)
+
+    async def _audit(
+        self,
+        c: RememberInput,
+        operation: str,
+        reason: str,
+        memory_id: str | None,
+        *,
+        actor: str | None = None,
+        hash_after: str | None = None,
+        **details: object,
+    ) -> None:
+        await self.deps.store.append_audit(
+            AuditEventIn(
+                id=audit_id(operation, memory_id or c.memory_id),
+                tenant_id=c.tenant_id,
+                actor=actor or c.actor,
+                operation=operation,
+                memory_id=memory_id,
+                namespace=namespace_label(c),
+                reason=reason,
+                workflow_id=activity.info().workflow_id,
+                hash_after=hash_after,
+                details={"content_hash": c.content_hash, "type": c.type.value, **details},
+            )
+        )
+
+    async def _content(self, c: RememberInput) -> str:
+        """The parked content; after a replayed commit it is gone, and the stored row speaks for it."""
+        content = await self.deps.store.get_candidate(c.candidate_ref)
+        if content is not None:
+            return content
+        existing = await self.deps.store.get_memory(c.tenant_id, c.memory_id)
+        if existing is None or existing.content is None:
+            raise candidate_gone(c.memory_id)
+        return existing.content
+
+    @activity.defn(name=SCREEN_CANDIDATE)
+    async def screen_candidate(self, c: RememberInput, policy: GatePolicy) -> Screened:
+        """Detectors, the owner's switch, the nearest live memory and the slot's holder: codes and ids out."""
+        store = self.deps.store
+        enabled = await store.get_settings(c.tenant_id, c.owner_id)
+        content = await self._content(c)
+        screening = await asyncio.to_thread(detect.screen, content, source_kind=c.source_kind)
+        screened = Screened(screening=screening, memory_enabled=enabled)
+        inp = screened.gate_input(c)
+        if precheck(inp, policy) is not None:
+            # Already a rejection: rejected text is neither embedded nor compared with anything.
+            return screened
+        redact = redact_entities(inp, policy)
+        text = detect.redact(content, redact) if redact else content
+        text_hash = content_hash(text)
+        [dense] = await self._embed([text])
+        hits = await self.deps.index.nearest(
+            dense=dense, read_filter=namespace_filter(c), now_ts=datetime.now(UTC).timestamp(), limit=4
+        )
+        hits = [h for h in hits if h.memory_id != c.memory_id]
+        nearest: Neighbour | None = None
+        if hits:
+            found = await store.get_many(c.tenant_id, [h.memory_id for h in hits])
+            for hit in hits:
+                record = found.get(hit.memory_id)
+                if record is not None and record.status in LIVE and record.content is not None:
+                    nearest = self._neighbour(record, text, text_hash, hit.score)
+                    break
+        holder_n: Neighbour | None = None
+        if c.slot is not None:
+            holder = await store.live_slot_holder(c.tenant_id, c.owner_id, c.scope.value, c.agent_id, c.store, c.slot)
+            if holder is not None and holder.id != c.memory_id and holder.content is not None:
+                if nearest is not None and nearest.memory_id == holder.id:
+                    holder_n = nearest
+                else:
+                    [held] = await self._embed([holder.content])
+                    holder_n = self._neighbour(holder, text, text_hash, cosine(dense, held))
+        return screened.model_copy(update={"lookup": Lookup(nearest=nearest, slot_holder=holder_n)})
+
+    @staticmethod
+    def _neighbour(record: MemoryRecord, text: str, text_hash: str, similarity: float) -> Neighbour:
+        assert record.content is not None
+        return Neighbour(
+            memory_id=record.id,
+            similarity=_clamp(similarity),
+            value_conflict=value_conflict(text, record.content),
+            same_content=record.content_hash == text_hash,
+            slot=record.slot,
+            source_kind=record.source_kind,
+            status=record.status,
+        )
+
+    def _record(self, ci: CommitInput, content: str, status: Status, now: datetime) -> MemoryRecord:
+        c = ci.candidate
+        if ci.redact:
+            content = detect.redact(content, ci.redact)
+        untrusted = ci.untrusted or c.source_kind in (SourceKind.TOOL, SourceKind.MODEL)
+        return MemoryRecord(
+            id=c.memory_id,
+            tenant_id=c.tenant_id,
+            owner_id=c.owner_id,
+            scope=c.scope,
+            agent_id=c.agent_id,
+            store=c.store,
+            type=c.type,
+            slot=c.slot,
+            content=content,
+            content_hash=content_hash(content),
+            source_kind=c.source_kind,
+            source_ref=c.source_ref,
+            provenance=c.provenance,
+            reason=c.reason,
+            importance=ci.importance,
+            confidence=UNTRUSTED_CONFIDENCE if untrusted else 1.0,
+            sensitivity=c.sensitivity,
+            status=status,
+            expires_at=now + timedelta(seconds=ci.ttl_seconds) if ci.ttl_seconds else None,
+            valid_from=now,
+            last_confirmed_at=now if c.source_kind is SourceKind.USER else None,
+            created_at=now,
+            updated_at=now,
+        )
+
+    async def _go_live(self, ci: CommitInput, record: MemoryRecord) -> RememberResult:
+        """Durable store (superseding the slot's holder), then index, then cache invalidation."""
+        c = ci.candidate
+        live, superseded = await self.deps.store.commit_live(record, idempotency_key=c.idempotency_key)
+        if live.content is not None and live.status in LIVE:
+            [dense] = await self._embed([live.content])
+            await self.deps.index.upsert([index_point(live, dense)])
+        if superseded is not None:
+            await self.deps.index.set_status([superseded], Status.SUPERSEDED)
+        for prefix in invalidation_prefixes(live.tenant_id, live.scope, live.owner_id):
+            await self.deps.cache.delete_prefix(prefix)
+        decision = Decision.UPDATE if live.supersedes else Decision.ADD
+        reason = ci.reason
+        if decision is Decision.ADD and reason == "slot_value_changed":
+            reason = "accepted"  # the holder went away between the gate and the commit
+        return RememberResult(decision=decision, reason=reason, memory_id=live.id, supersedes=live.supersedes)
+
+    @activity.defn(name=COMMIT_GATED)
+    async def commit_gated(self, ci: CommitInput) -> RememberResult:
+        """Commit an accepted candidate; safe to repeat (the second run finds the committed row)."""
+        c = ci.candidate
+        existing = await self.deps.store.get_memory(c.tenant_id, c.memory_id)
+        if existing is not None and existing.status is not Status.PENDING:
+            record = existing
+        else:
+            content = await self.deps.store.get_candidate(c.candidate_ref)
+            if content is None:
+                raise candidate_gone(c.memory_id)
+            record = self._record(ci, content, Status.ACTIVE, datetime.now(UTC))
+        result = await self._go_live(ci, record)
+        operation = "create" if result.decision is Decision.ADD else "update"
+        await self._audit(
+            c,
+            operation,
+            result.reason,
+            result.memory_id,
+            hash_after=record.content_hash,
+            supersedes=result.supersedes,
+            decision=result.decision.value,
+            redacted=sorted(ci.redact),
+        )
+        await self.deps.store.delete_candidate(c.candidate_ref)
+        return result
+
+    @activity.defn(name=STAGE_MEMORY)
+    async def stage_memory(self, ci: CommitInput) -> RememberResult:
+        """Park a write awaiting confirmation as a `pending` row: stored, never indexed, never retrievable."""
+        c = ci.candidate
+        store = self.deps.store
+        existing = await store.get_memory(c.tenant_id, c.memory_id)
+        if existing is None:
+            content = await store.get_candidate(c.candidate_ref)
+            if content is None:
+                raise candidate_gone(c.memory_id)
+            existing = await store.insert_memory(
+                self._record(ci, content, Status.PENDING, datetime.now(UTC)), idempotency_key=c.idempotency_key
+            )
+        await self._audit(
+            c, "stage", ci.reason, c.memory_id, hash_after=existing.content_hash, decision=Decision.PENDING.value
+        )
+        await store.delete_candidate(c.candidate_ref)
+        return RememberResult(decision=Decision.PENDING, reason=ci.reason, memory_id=c.memory_id)
+
+    @activity.defn(name=SETTLE_PENDING)
+    async def settle_pending(self, ci: CommitInput, request: SettleRequest) -> RememberResult:
+        """Confirmed: the pending row goes live (superseding the slot). Declined or timed out: rejected."""
+        c = ci.candidate
+        store = self.deps.store
+        current = await store.get_memory(c.tenant_id, c.memory_id)
+        if current is None:
+            raise candidate_gone(c.memory_id)
+        if request.action is SettleAction.CONFIRM:
+            if current.status is not Status.PENDING:  # a retry after the promotion landed
+                decision = Decision.UPDATE if current.supersedes else Decision.ADD
+                return RememberResult(
+                    decision=decision, reason="confirmed", memory_id=current.id, supersedes=current.supersedes
+                )
+            now = datetime.now(UTC)
+            lifetime = current.expires_at - current.created_at if current.expires_at else None
+            record = current.model_copy(
+                update={
+                    "status": Status.ACTIVE,
+                    "updated_at": now,
+                    "last_confirmed_at": now,
+                    "valid_from": now,
+                    "expires_at": now + lifetime if lifetime else None,
+                }
+            )
+            result = await self._go_live(ci.model_copy(update={"reason": "confirmed"}), record)
+            await self._audit(
+                c,
+                "confirm",
+                "confirmed",
+                c.memory_id,
+                actor=request.actor,
+                hash_after=current.content_hash,
+                decision=result.decision.value,
+                supersedes=result.supersedes,
+            )
+            return result
+        reason = "declined" if request.action is SettleAction.DECLINE else "confirmation_window_passed"
+        if current.status is Status.PENDING:
+            await store.reject_pending(c.tenant_id, c.memory_id, datetime.now(UTC))
+            await self._audit(c, "reject", reason, c.memory_id, actor=request.actor, decision=Decision.REJECT.value)
+        return RememberResult(decision=Decision.REJECT, reason=reason, memory_id=c.memory_id)
+
+    @activity.defn(name=RECORD_DECISION)
+    async def record_decision(self, c: RememberInput, result: RememberResult) -> RememberResult:
+        """A rejection or a duplicate: audited by reason code, the parked content dropped, nothing stored."""
+        operation = "deny" if result.decision is Decision.REJECT else "noop"
+        await self._audit(c, operation, result.reason, result.memory_id, decision=result.decision.value)
+        await self.deps.store.delete_candidate(c.candidate_ref)
+        return result
+
+    def all(self) -> list[object]:
+        return [
+            self.screen_candidate,
+            self.commit_gated,
+            self.stage_memory,
+            self.settle_pending,
+            self.record_decision,
+        ]
