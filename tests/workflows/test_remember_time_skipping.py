@@ -28,8 +28,8 @@ from memwarden.records import (
     RememberInput,
     RememberResult,
     Scope,
-    Sensitivity,
     Screening,
+    Sensitivity,
     SourceKind,
 )
 from worker.sandbox import SANDBOX
