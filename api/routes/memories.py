@@ -273,7 +273,7 @@ async def _settle(state: ApiState, caller: Caller, memory_id: str, action: Settl
             "not_pending",
             "this write is no longer pending (settled, declined or its window passed)",
             field="memory_id",
-            extra={"status": record.status.value},
+            extra={"memory_status": record.status.value},
         ) from None
     return RememberOut(**result.model_dump(), workflow_id=workflow_id)
 

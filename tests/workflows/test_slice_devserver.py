@@ -285,3 +285,39 @@ async def test_history_in_the_server_holds_only_ciphertext(slice_: Slice, server
     (decoded,) = await slice_.client.data_converter.decode(started.input.payloads, [RetrieveInput])
     assert isinstance(decoded, RetrieveInput)
     assert marker in decoded.query and decoded.read_filter.tenant_id == t
+
+
+async def test_concurrent_writers_to_one_slot_leave_exactly_one_live_value(slice_: Slice) -> None:
+    """Eight RememberWorkflows race for one slot through the whole gate; on PostgreSQL they truly overlap."""
+    t = tenant()
+    cities = ("Oslo", "Lima", "Pune", "Kyiv", "Baku", "Doha", "Riga", "Suva")
+    proposals = [
+        (
+            remember_input(
+                new_id(), text, tenant=t, owner="alice", actor="user:alice", type=MemoryType.FACT, slot="user.city"
+            ),
+            text,
+        )
+        for text in (f"synthetic: alice's home city is {city}" for city in cities)
+    ]
+    results = await asyncio.gather(
+        *(
+            run_remember(slice_.client, slice_.store, slice_.task_queue, r, text, workflow_id=f"remember-{r.memory_id}")
+            for r, text in proposals
+        )
+    )
+    assert {r.decision for r in results} <= {Decision.ADD, Decision.UPDATE}
+    async with slice_.store.engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                sa.select(memories.c.id, memories.c.status, memories.c.superseded_by).where(memories.c.tenant_id == t)
+            )
+        ).all()
+    live = [r.id for r in rows if r.status in (Status.ACTIVE.value, Status.STALE.value)]
+    assert len(rows) == len(cities) and len(live) == 1
+    # The superseded ones form one chain ending at the live value: nothing was lost or forked.
+    successor = {r.id: r.superseded_by for r in rows if r.status == Status.SUPERSEDED.value}
+    assert len(successor) == len(cities) - 1 and len(set(successor.values())) == len(cities) - 1
+    assert live[0] in successor.values() and live[0] not in successor
+    found = await slice_.retrieve(Principal(tenant=t, sub="alice", role=Role.USER), "where is alice's home city")
+    assert found == live
