@@ -1,8 +1,22 @@
-"""How a durable record becomes an index point: filter payload plus vectors, never content as payload."""
+"""How durable records become index points, and how the index catches up with the store.
+
+The index is a derivative of the durable store: it carries the filter payload and vectors of each live
+memory, never its content as payload, and whatever it lost (a crash before the Edge shard's group
+flush) is rebuilt from the store, which never loses a committed write.
+"""
 
 from __future__ import annotations
 
-from memwarden.records import IndexPoint, MemoryRecord, sensitivity_rank
+import asyncio
+from datetime import datetime, timedelta
+
+from memwarden.embed import Embedder
+from memwarden.records import ELIGIBLE_STATUSES, IndexPoint, MemoryRecord, Status, sensitivity_rank
+from memwarden.stores.sql import SqlStore
+from memwarden.stores.vectors import VectorIndex
+
+RECONCILE_MARGIN = timedelta(seconds=5)
+"""Reach back this much further than the last flush: a commit stamps `updated_at` just before it indexes."""
 
 
 def index_point(record: MemoryRecord, dense: list[float]) -> IndexPoint:
@@ -24,3 +38,27 @@ def index_point(record: MemoryRecord, dense: list[float]) -> IndexPoint:
         dense=dense,
         text=record.content,
     )
+
+
+async def reconcile_index(store: SqlStore, index: VectorIndex, embedder: Embedder, since: datetime) -> int:
+    """Re-apply to the index every memory change since `since`; returns how many memories were touched.
+
+    Live memories are (re)upserted, others get their status (ineligible at once), tombstoned and purged
+    ones are deleted. Idempotent: applying a change the index already holds changes nothing.
+    """
+    touched = 0
+    async for batch in store.changed_since(since - RECONCILE_MARGIN):
+        live = [r for r in batch if r.status in ELIGIBLE_STATUSES and r.content is not None]
+        if live:
+            dense = await asyncio.to_thread(embedder.embed, [r.content or "" for r in live])
+            await index.upsert([index_point(r, d) for r, d in zip(live, dense, strict=True)])
+        gone = [r.id for r in batch if r.status in (Status.TOMBSTONED, Status.PURGED)]
+        await index.delete(gone)
+        others: dict[Status, list[str]] = {}
+        for r in batch:
+            if r.status not in ELIGIBLE_STATUSES and r.status not in (Status.TOMBSTONED, Status.PURGED):
+                others.setdefault(r.status, []).append(r.id)
+        for status, ids in others.items():
+            await index.set_status(ids, status)
+        touched += len(batch)
+    return touched

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections import OrderedDict
 from datetime import UTC, datetime, timedelta
 
 from temporalio import activity
@@ -40,6 +41,7 @@ from memwarden.stores.cache import invalidation_prefixes
 from workflows.names import COMMIT_GATED, RECORD_DECISION, SCREEN_CANDIDATE, SETTLE_PENDING, STAGE_MEMORY
 
 LIVE = (Status.ACTIVE, Status.STALE)
+VECTOR_CACHE_SIZE = 512
 UNTRUSTED_CONFIDENCE = 0.5
 """Confidence stored on untrusted observations (tool output): ranked and labelled below what a person said."""
 
@@ -95,9 +97,26 @@ class RememberActivities:
 
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
+        self._vectors: OrderedDict[str, list[float]] = OrderedDict()
 
     async def _embed(self, texts: list[str]) -> list[list[float]]:
         return await asyncio.to_thread(self.deps.embedder.embed, texts)
+
+    async def _vector(self, text: str, text_hash: str) -> list[float]:
+        """The text's embedding, kept briefly by content hash: the commit reuses what screening computed.
+
+        Local activities run in the worker that runs the workflow task, so the commit almost always finds
+        it here; a miss (another worker, a restart) just embeds again. In memory only, never in history.
+        """
+        cached = self._vectors.get(text_hash)
+        if cached is None:
+            [cached] = await self._embed([text])
+            self._vectors[text_hash] = cached
+            if len(self._vectors) > VECTOR_CACHE_SIZE:
+                self._vectors.popitem(last=False)
+        else:
+            self._vectors.move_to_end(text_hash)
+        return cached
 
     async def _audit(
         self,
@@ -150,7 +169,7 @@ class RememberActivities:
         redact = redact_entities(inp, policy)
         text = detect.redact(content, redact) if redact else content
         text_hash = content_hash(text)
-        [dense] = await self._embed([text])
+        dense = await self._vector(text, text_hash)
         hits = await self.deps.index.nearest(
             dense=dense, read_filter=namespace_filter(c), now_ts=datetime.now(UTC).timestamp(), limit=4
         )
@@ -223,7 +242,7 @@ class RememberActivities:
         c = ci.candidate
         live, superseded = await self.deps.store.commit_live(record, idempotency_key=c.idempotency_key)
         if live.content is not None and live.status in LIVE:
-            [dense] = await self._embed([live.content])
+            dense = await self._vector(live.content, live.content_hash)
             await self.deps.index.upsert([index_point(live, dense)])
         if superseded is not None:
             await self.deps.index.set_status([superseded], Status.SUPERSEDED)

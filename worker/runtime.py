@@ -10,6 +10,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.deps import Deps
+from activities.indexing import reconcile_index
 from activities.memory import MemoryActivities
 from activities.remember import RememberActivities
 from memwarden import detect
@@ -18,6 +19,7 @@ from memwarden.embed import Embedder, default_embedder
 from memwarden.stores.cache import open_cache
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.vectors import open_index
+from memwarden.stores.vectors_edge import EdgeIndex
 from worker.sandbox import SANDBOX
 from workflows import ALL_WORKFLOWS
 
@@ -29,8 +31,11 @@ async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> 
     await store.migrate()
     index = open_index(settings)
     await index.ensure()
-    cache = open_cache(settings)
     emb = embedder or await asyncio.to_thread(default_embedder)
+    if isinstance(index, EdgeIndex) and (since := index.flushed_through) is not None:
+        # Writes after the shard's last group flush may be lost in a crash: catch up from the store.
+        await reconcile_index(store, index, emb, since)
+    cache = open_cache(settings)
     # Build the detectors now (~1.5 s), so the first proposal does not pay for it.
     await asyncio.to_thread(detect.warm_up)
     try:

@@ -418,6 +418,26 @@ class SqlStore:
             next_cursor = _encode_cursor({"c": _iso(page[-1].created_at), "i": page[-1].id})
         return page, next_cursor
 
+    async def changed_since(self, since: datetime, *, batch: int = 500) -> AsyncIterator[list[MemoryRecord]]:
+        """Every tenant's memories changed at or after `since`, oldest first, in batches.
+
+        What a derivative that lost its last unflushed writes (the Edge index after a crash) catches up on.
+        """
+        m = memories.c
+        after: tuple[datetime, str] | None = None
+        while True:
+            stmt = sa.select(memories).where(m.updated_at >= since)
+            if after is not None:
+                stmt = stmt.where(sa.or_(m.updated_at > after[0], sa.and_(m.updated_at == after[0], m.id > after[1])))
+            stmt = stmt.order_by(m.updated_at, m.id).limit(batch)
+            async with self._read() as conn:
+                rows = (await conn.execute(stmt)).mappings().all()
+            if not rows:
+                return
+            records = [_row_to_record(row) for row in rows]
+            yield records
+            after = (records[-1].updated_at, records[-1].id)
+
     async def set_status(
         self,
         tenant_id: str,

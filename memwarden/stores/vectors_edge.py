@@ -1,15 +1,22 @@
 """Qdrant Edge: the Qdrant engine in-process, one shard directory, for the embedded profile.
 
 Only the worker opens the shard (one process). Edge calls are synchronous and run in worker
-threads; writes, open, close and vacuum are serialised by one lock so every write is followed by its
-own flush. The shard runs without a write-ahead log: each write is flushed before it returns, and a
-WAL would otherwise keep a copy of a forgotten memory's vectors after it was deleted and vacuumed.
+threads; writes, open, close, flush and vacuum are serialised by one lock. The shard runs without a
+write-ahead log (a WAL would keep a copy of a forgotten memory's vectors after it was deleted and
+vacuumed), so durability is a flush, and a flush costs 70-100 ms here:
+- deletions are flushed before they return (a purge that is verified must be on disk);
+- upserts and status changes are visible to queries at once and flushed together within
+  `flush_delay` (group flush), and the time each flush started is recorded beside the shard, so after
+  a crash the worker re-indexes from the durable store whatever changed since then
+  (`activities.indexing.reconcile_index`): the store is the source of truth, the index a derivative.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 from qdrant_edge import (
@@ -95,6 +102,11 @@ def _clause_filter(clause: NamespaceClause) -> Filter:
     return Filter(must=must)
 
 
+FLUSH_DELAY_S = 0.5
+"""How long an upsert may wait for the group flush; a crash loses at most this much, and reconcile repairs it."""
+FLUSHED_AT_FILE = "memwarden_flushed_at"
+
+
 def _config(dim: int) -> EdgeConfig:
     return EdgeConfig(
         vectors={DENSE: EdgeVectorParams(size=dim, distance=Distance.Cosine)},
@@ -116,11 +128,23 @@ def _index_schemas() -> dict[str, object]:
 class EdgeIndex:
     """A `VectorIndex` on a Qdrant Edge shard at `path` (created on first `ensure`)."""
 
-    def __init__(self, path: Path, *, dim: int = DENSE_DIM) -> None:
+    def __init__(self, path: Path, *, dim: int = DENSE_DIM, flush_delay: float = FLUSH_DELAY_S) -> None:
         self._path = Path(path)
         self._dim = dim
         self._shard: EdgeShard | None = None
         self._lock = asyncio.Lock()
+        self._flush_delay = flush_delay
+        self._dirty = False
+        self._flusher: asyncio.Task[None] | None = None
+        self._flush_started = False
+
+    @property
+    def flushed_through(self) -> datetime | None:
+        """Every write that finished before this time is on disk (None: nothing recorded, e.g. a new shard)."""
+        try:
+            return datetime.fromisoformat((self._path / FLUSHED_AT_FILE).read_text().strip())
+        except (OSError, ValueError):
+            return None
 
     async def ensure(self) -> None:
         if self._shard is not None:
@@ -143,6 +167,9 @@ class EdgeIndex:
             if field not in existing:
                 shard.update(UpdateOperation.create_field_index(field, schema))
         shard.flush()
+        marker = self._path / FLUSHED_AT_FILE
+        if not marker.exists():  # a new shard, or one from before group flushes (every write was flushed)
+            marker.write_text(datetime.now(UTC).isoformat())
         return shard
 
     async def _ready(self) -> EdgeShard:
@@ -150,15 +177,37 @@ class EdgeIndex:
         assert self._shard is not None
         return self._shard
 
-    async def _write(self, operation: UpdateOperation) -> None:
+    async def _write(self, operation: UpdateOperation, *, durable: bool = False) -> None:
         shard = await self._ready()
-
-        def run() -> None:
-            shard.update(operation)
-            shard.flush()
-
         async with self._lock:
-            await asyncio.to_thread(run)
+            await asyncio.to_thread(shard.update, operation)
+            self._dirty = True
+            if durable:
+                await self._flush_locked(shard)
+            elif self._flusher is None or self._flusher.done():
+                self._flush_started = False
+                self._flusher = asyncio.create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        await asyncio.sleep(self._flush_delay)
+        self._flush_started = True
+        await self.flush()
+
+    async def _flush_locked(self, shard: EdgeShard) -> None:
+        started = datetime.now(UTC)
+        self._dirty = False
+        try:
+            await asyncio.to_thread(shard.flush)
+        except BaseException:
+            self._dirty = True
+            raise
+        (self._path / FLUSHED_AT_FILE).write_text(started.isoformat())
+
+    async def flush(self) -> None:
+        """Put every write made so far on disk (the group flush does this within `flush_delay` anyway)."""
+        async with self._lock:
+            if self._shard is not None and self._dirty:
+                await self._flush_locked(self._shard)
 
     async def upsert(self, points: list[IndexPoint]) -> None:
         if not points:
@@ -183,7 +232,7 @@ class EdgeIndex:
     async def delete(self, memory_ids: list[str]) -> None:
         if not memory_ids:
             return
-        await self._write(UpdateOperation.delete_points([point_id(m) for m in memory_ids]))
+        await self._write(UpdateOperation.delete_points([point_id(m) for m in memory_ids]), durable=True)
 
     async def present(self, memory_ids: list[str]) -> list[str]:
         if not memory_ids:
@@ -270,21 +319,23 @@ class EdgeIndex:
     async def vacuum(self) -> None:
         """Run the optimizers so deleted points are physically removed from the segment files."""
         shard = await self._ready()
-
-        def run() -> None:
-            shard.optimize()
-            shard.flush()
-
         async with self._lock:
-            await asyncio.to_thread(run)
+            await asyncio.to_thread(shard.optimize)
+            self._dirty = True
+            await self._flush_locked(shard)
 
     async def close(self) -> None:
+        if self._flusher is not None and not self._flusher.done():
+            if self._flush_started:  # cancelling now would leave its flush thread running on the shard
+                with contextlib.suppress(Exception):
+                    await self._flusher
+            else:  # still waiting out the delay: the flush below does its work
+                self._flusher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._flusher
         async with self._lock:
+            if self._shard is not None and self._dirty:
+                await self._flush_locked(self._shard)
             shard, self._shard = self._shard, None
             if shard is not None:
-
-                def run() -> None:
-                    shard.flush()
-                    shard.close()
-
-                await asyncio.to_thread(run)
+                await asyncio.to_thread(shard.close)

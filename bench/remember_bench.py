@@ -1,0 +1,188 @@
+"""Remember through the public API beside the Temporal floor, measured side by side in one run.
+
+    .venv/bin/python bench/remember_bench.py [--n 200] [--clients 8] [--per-client 40] [--json]
+
+What it measures, on the embedded stack (`memwarden up`'s parts in this process: the dev server as a
+child, the worker over SQLite + Qdrant Edge, the API under uvicorn):
+- decision latency: one `POST /v1/memories` after another over real HTTP (full gate: detectors, embedding,
+  nearest-neighbour lookup, commit to store + index, audit), p50/p95;
+- the floor: an eagerly started workflow running one no-op local activity, on the same dev server and
+  in the same process, p50/p95. The two are interleaved (one floor run, one write, ...) so that a noisy
+  neighbour on this shared machine slows both alike; the ratio is the figure to read;
+- writes/s with `--clients` concurrent HTTP clients, each writing `--per-client` memories for its own person,
+  beside the floor's own rate with the same concurrency.
+Every text is synthetic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+from temporalio import activity, workflow  # noqa: E402
+from temporalio.worker import Worker  # noqa: E402
+
+from tests.integration.api_stack import Api, embedded_api  # noqa: E402
+from worker.temporal_client import connect  # noqa: E402
+
+WORDS = (
+    "harbour lantern maple quartz orchard violet canyon ember falcon meadow cobalt juniper saffron tundra "
+    "willow basalt citrus dune glacier hazel indigo kestrel lagoon marble nectar opal prairie quill russet"
+).split()
+TEMPLATES = (
+    "synthetic: {who} keeps the {a} notebook next to the {b} lamp",
+    "synthetic: {who} booked the {a} room for the {b} review on day {n}",
+    "synthetic: {who} prefers {a} tea after the {b} meeting",
+    "synthetic: {who} finished the {a} report and sent it to the {b} team",
+    "synthetic: {who} parks at the {a} garage, level {n}, near the {b} exit",
+)
+
+
+@activity.defn(name="bench_noop")
+async def noop() -> None:
+    """The floor's one local activity: does nothing, so what is measured is Temporal's own cost."""
+
+
+@workflow.defn(name="BenchFloorWorkflow", sandboxed=False)
+class FloorWorkflow:
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.execute_local_activity(noop, start_to_close_timeout=timedelta(seconds=10))
+
+
+def text(rng: random.Random, who: str) -> str:
+    a, b = rng.sample(WORDS, 2)
+    return rng.choice(TEMPLATES).format(who=who, a=a, b=b, n=rng.randint(1, 999))
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"p50_ms": round(statistics.median(values), 2), "p95_ms": round(pct(values, 0.95), 2), "n": len(values)}
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    rng = random.Random(7)
+    with tempfile.TemporaryDirectory(prefix="memwarden-bench-") as tmp:
+        async with embedded_api(Path(tmp)) as api:
+            client = await connect(api.settings)
+            floor_queue = f"floor-{uuid.uuid4().hex[:6]}"
+            async with (
+                Worker(client, task_queue=floor_queue, workflows=[FloorWorkflow], activities=[noop]),
+                httpx.AsyncClient(base_url=api.base_url, timeout=60) as http,
+            ):
+
+                async def floor() -> float:
+                    start = time.perf_counter()
+                    await client.execute_workflow(
+                        FloorWorkflow.run, id=f"floor-{uuid.uuid4()}", task_queue=floor_queue, request_eager_start=True
+                    )
+                    return (time.perf_counter() - start) * 1000
+
+                async def write(headers: dict[str, str], who: str, decisions: Counter[str]) -> float:
+                    body = {
+                        "content": text(rng, who),
+                        "type": "episodic",
+                        "source_kind": "user",
+                        "reason": "user_stated_fact",
+                        "importance": 0.6,
+                    }
+                    start = time.perf_counter()
+                    answer = await http.post("/v1/memories", headers=headers, json=body)
+                    elapsed = (time.perf_counter() - start) * 1000
+                    answer.raise_for_status()
+                    decisions[answer.json()["decision"]] += 1
+                    return elapsed
+
+                return await measure(api, args, floor, write)
+
+
+async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any) -> dict[str, Any]:
+    solo = api.auth("bench", "solo")
+    decisions: Counter[str] = Counter()
+    for _ in range(args.warmup):  # JIT of the sandbox, detector and model warm-up, connection pools
+        await floor()
+        await write(solo, "solo", decisions)
+    decisions.clear()
+    floors: list[float] = []
+    writes: list[float] = []
+    for _ in range(args.n):
+        floors.append(await floor())
+        writes.append(await write(solo, "solo", decisions))
+
+    async def run_clients(one: Any) -> float:
+        start = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(args.clients)))
+        return time.perf_counter() - start
+
+    async def api_client(i: int) -> None:
+        headers = api.auth("bench", f"person-{i}")
+        for _ in range(args.per_client):
+            await write(headers, f"person-{i}", decisions)
+
+    async def floor_client(i: int) -> None:
+        for _ in range(args.per_client):
+            await floor()
+
+    total = args.clients * args.per_client
+    floor_elapsed = await run_clients(floor_client)
+    api_elapsed = await run_clients(api_client)
+    result = {
+        "decision_latency": summary(writes),
+        "floor_latency": summary(floors),
+        "p50_ratio": round(statistics.median(writes) / statistics.median(floors), 2),
+        "concurrent": {
+            "clients": args.clients,
+            "writes": total,
+            "writes_per_s": round(total / api_elapsed, 1),
+            "floor_workflows_per_s": round(total / floor_elapsed, 1),
+        },
+        "decisions": dict(decisions),
+    }
+    return result
+
+
+def report(r: dict[str, Any]) -> str:
+    d, f, c = r["decision_latency"], r["floor_latency"], r["concurrent"]
+    return "\n".join(
+        [
+            "| measure | p50 ms | p95 ms |",
+            "|---|---|---|",
+            f"| decision latency, POST /v1/memories (n={d['n']}) | {d['p50_ms']} | {d['p95_ms']} |",
+            f"| Temporal floor, eager workflow + 1 local activity (n={f['n']}) | {f['p50_ms']} | {f['p95_ms']} |",
+            f"| ratio (p50) | {r['p50_ratio']}x | |",
+            "",
+            f"{c['clients']} concurrent clients, {c['writes']} writes: {c['writes_per_s']} writes/s through the API "
+            f"(floor workflows alone: {c['floor_workflows_per_s']}/s). Decisions: {r['decisions']}",
+        ]
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--per-client", type=int, default=40)
+    parser.add_argument("--json", action="store_true")
+    arguments = parser.parse_args()
+    measured = asyncio.run(main(arguments))
+    print(json.dumps(measured, indent=2) if arguments.json else report(measured))
