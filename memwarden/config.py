@@ -36,6 +36,10 @@ class CacheBackend(StrEnum):
     REDIS = "redis"
 
 
+SECRET_FIELDS = frozenset({"database_url", "qdrant_api_key", "redis_url", "auth_secret", "codec_key", "codec_old_keys"})
+"""Settings whose values are credentials (or embed them): a Secret / env file, never a ConfigMap or a log."""
+
+
 class Settings(BaseSettings):
     """Configuration for the API, the worker and `memwarden up`."""
 
@@ -51,12 +55,20 @@ class Settings(BaseSettings):
 
     database_url: str | None = Field(default=None, description="SQLAlchemy async URL; default SQLite in the data dir.")
     vector_backend: VectorBackend | None = Field(default=None, description="edge (embedded) or qdrant (production).")
-    qdrant_url: str | None = Field(default=None, description="Qdrant server URL for the qdrant backend.")
+    qdrant_url: str | None = Field(
+        default=None, description="Qdrant server URL for the qdrant backend (or, in tests, MEMWARDEN_QDRANT_LOCATION)."
+    )
     qdrant_api_key: str | None = Field(default=None, description="API key sent to the Qdrant server (a secret).")
     qdrant_location: str | None = Field(
         default=None, description="qdrant-client local mode (':memory:' or a path); tests only."
     )
     qdrant_collection: str = Field(default="memories", description="One collection for every tenant (is_tenant).")
+    qdrant_shard_number: int | None = Field(
+        default=None, gt=0, description="Shards of the collection when memwarden creates it (cluster)."
+    )
+    qdrant_replication_factor: int | None = Field(
+        default=None, gt=0, description="Copies of each shard when memwarden creates the collection (cluster)."
+    )
     cache_backend: CacheBackend | None = Field(default=None, description="memory (embedded) or redis (production).")
     redis_url: str = Field(default="redis://127.0.0.1:6379/0", description="Redis URL for the redis cache backend.")
     redis_namespace: str = Field(
