@@ -49,7 +49,7 @@ def report(name: str, ms: list[float], per_call: int = 1) -> None:
     p50 = statistics.median(ms_sorted)
     p95 = ms_sorted[int(0.95 * (len(ms_sorted) - 1))]
     rate = per_call * len(ms) / (sum(ms) / 1000)
-    print(f"| {name} | {len(ms) * per_call} | {p50:.2f} | {p95:.2f} | {rate:,.0f} |")
+    print(f"| {name} | {len(ms) * per_call} | {p50:.3f} | {p95:.3f} | {rate:,.0f} |")
 
 
 def main() -> None:
