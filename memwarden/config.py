@@ -99,6 +99,11 @@ class Settings(BaseSettings):
         description="Port for the worker's /healthz and /readyz (probes); unset: no listener.",
     )
     worker_health_host: str = Field(default="0.0.0.0", description="Listen address of the worker's health port.")
+    worker_shutdown_grace_seconds: float = Field(
+        default=20.0,
+        ge=0,
+        description="On SIGTERM, how long in-flight activities may finish before they are cancelled (and retried).",
+    )
 
     auth_secret: str | None = Field(
         default=None, description="HS256 secret for bearer tokens; embedded: a file in the data dir."

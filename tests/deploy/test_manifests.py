@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -358,6 +359,11 @@ def test_dockerfile_copies_what_exists_and_runs_unprivileged() -> None:
         for source in sources:
             assert (ROOT / source).exists(), f"COPY {source}: not in the repository"
             assert f"!{source}" in allowed or f"!{source}/" in allowed, f"{source} is excluded from the context"
+    copied = {source.rstrip("/") for sources in copies for source in sources}
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    packages = {p.rstrip("*") for p in project["tool"]["setuptools"]["packages"]["find"]["include"]}
+    assert packages <= copied, f"the image would miss packages: {sorted(packages - copied)}"
+    assert {"pyproject.toml", project["project"]["readme"]} <= copied
     user = [i.split()[1] for i in instructions if i.startswith("USER")]
     assert user and not user[-1].startswith(("0", "root")), "the image must not run as root"
     assert any(i.startswith("HEALTHCHECK") for i in instructions)
