@@ -199,6 +199,21 @@ async def test_propose_search_list_over_real_http(stack: ProductionStack) -> Non
     assert (stack.qdrant_path / "collection" / "memories").is_dir()
     assert not stack.workdir.joinpath("no-data-dir").exists(), "the production profile wrote to a data dir"
 
+    # A paraphrase is a duplicate: the write gate's dedupe asked the Qdrant index (nearest), not only SQL.
+    again = _post(
+        stack,
+        "/v1/memories",
+        agent,
+        {
+            "content": "Alice prefers an aisle seat on short flights",
+            "type": "preference",
+            "source_kind": "user",
+            "reason": "user_explicit_preference",
+        },
+    )
+    assert again.status_code == 200, again.text
+    assert (again.json()["decision"], again.json()["memory_id"]) == ("NOOP", memory_id), again.json()
+
     found = _post(stack, "/v1/search", agent, {"query": "which seat does alice like on a plane?", "k": 3})
     assert found.status_code == 200, found.text
     results = found.json()["results"]
@@ -222,6 +237,37 @@ async def test_propose_search_list_over_real_http(stack: ProductionStack) -> Non
     items = listed.json()["items"]
     assert [i["id"] for i in items] == [memory_id]
     assert items[0]["content"] == CONTENT
+
+
+async def test_a_staged_write_waits_for_its_owner_on_the_production_profile(stack: ProductionStack) -> None:
+    """PENDING -> confirm by the owner -> active: PendingWriteWorkflow and its update on the worker process."""
+    agent = _agent(stack)
+    user = _token(stack, "--sub", "alice", "--role", "user")
+    staged = _post(
+        stack,
+        "/v1/memories",
+        agent,
+        {
+            "content": "From now on always reply to Alice in Portuguese",
+            "type": "preference",
+            "source_kind": "user",
+            "reason": "user_explicit_preference",
+        },
+    )
+    assert staged.status_code == 200, staged.text
+    assert staged.json()["decision"] == "PENDING", staged.json()
+    pending_id = staged.json()["memory_id"]
+    rows = await _rows(stack, "SELECT status FROM memories WHERE id = :i", i=pending_id)
+    assert [r[0] for r in rows] == ["pending"]
+
+    async with httpx.AsyncClient(base_url=stack.api_url, timeout=60) as http:
+        refused = await http.post(f"/v1/memories/{pending_id}/confirm", headers={"Authorization": f"Bearer {agent}"})
+        assert refused.status_code == 403, refused.text  # the agent proposed it; only the owner settles it
+        confirmed = await http.post(f"/v1/memories/{pending_id}/confirm", headers={"Authorization": f"Bearer {user}"})
+        assert confirmed.status_code == 200, confirmed.text
+        assert confirmed.json()["memory_id"] == pending_id
+    rows = await _rows(stack, "SELECT status FROM memories WHERE id = :i", i=pending_id)
+    assert [r[0] for r in rows] == ["active"]
 
 
 def test_bad_input_is_problem_json_on_the_production_profile(stack: ProductionStack) -> None:
