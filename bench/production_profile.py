@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import httpx
@@ -39,17 +40,30 @@ sys.path.insert(0, str(ROOT))
 from tests.e2e.harness import Child, mint  # noqa: E402
 from worker.devserver import DevServer, free_port  # noqa: E402
 
-FACTS = [
-    "prefers aisle seats on short flights",
-    "is allergic to peanuts",
-    "wants invoices as PDF at month end",
-    "moved to Porto in March",
-    "likes concise answers with a summary first",
-    "keeps a vegetarian diet",
+HOBBIES = ["sailing", "pottery", "chess", "birdwatching", "baking", "climbing", "jazz piano", "gardening"]
+FOODS = ["ramen", "lentil soup", "sushi", "tacos", "paella", "dumplings", "falafel", "risotto"]
+PLACES = ["Lisbon", "Kyoto", "Oslo", "Nairobi", "Lima", "Hanoi", "Dublin", "Tbilisi"]
+TEMPLATES = [
+    "{who} spends weekends on {hobby} and cooks {food} afterwards",
+    "{who} is planning a trip to {place} to try the local {food}",
+    "{who} took up {hobby} after moving to {place}",
 ]
 
 
-async def run_clients(url: str, tokens: list[str], per_client: int, kind: str) -> tuple[float, list[float]]:
+def fact(client: int, i: int) -> str:
+    """A distinct memory per (client, i): near-identical texts would be NOOP duplicates, not writes."""
+    template = TEMPLATES[i % len(TEMPLATES)]
+    return template.format(
+        who=f"Member {client}",
+        hobby=HOBBIES[(i // 3) % len(HOBBIES)],
+        food=FOODS[(i // 24) % len(FOODS)],
+        place=PLACES[(i + client) % len(PLACES)],
+    )
+
+
+async def run_clients(
+    url: str, tokens: list[str], per_client: int, kind: str, decisions: Counter[str], offset: int = 0
+) -> tuple[float, list[float]]:
     """`len(tokens)` concurrent clients, `per_client` requests each; returns (seconds, per-request ms)."""
     latencies: list[float] = []
 
@@ -59,20 +73,22 @@ async def run_clients(url: str, tokens: list[str], per_client: int, kind: str) -
             for i in range(per_client):
                 if kind == "remember":
                     body = {
-                        "content": f"User {idx} {FACTS[i % len(FACTS)]} (fact {uuid.uuid4().hex[:8]})",
+                        "content": fact(idx, offset + i),
                         "type": "fact",
                         "source_kind": "user",
                         "reason": "user_stated_fact",
                     }
                     path = "/v1/memories"
                 else:
-                    body = {"query": f"what does user {idx} {FACTS[i % len(FACTS)].split()[0]}?", "k": 5}
+                    body = {"query": f"what hobby does member {idx} have in {PLACES[i % len(PLACES)]}?", "k": 5}
                     path = "/v1/search"
                 began = time.perf_counter()
                 answer = await http.post(path, json=body)
                 latencies.append((time.perf_counter() - began) * 1000)
                 if answer.status_code != 200:
                     raise RuntimeError(f"{path}: {answer.status_code} {answer.text[:200]}")
+                if kind == "remember":
+                    decisions[answer.json()["decision"]] += 1
 
     began = time.perf_counter()
     await asyncio.gather(*(client(i, t) for i, t in enumerate(tokens)))
@@ -134,7 +150,8 @@ async def main() -> None:
             )
             for i in range(8)
         ]
-        await run_clients(url, tokens[:1], 5, "remember")  # warm-up: first workflow, first embedding
+        decisions: Counter[str] = Counter()
+        await run_clients(url, tokens[:1], 5, "remember", Counter(), offset=10_000)  # warm-up
         assert worker.proc is not None and api.proc is not None and dev.pid is not None
         pids = {"worker": worker.proc.pid, "api": api.proc.pid, "temporal": dev.pid}
         print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores, shared)")
@@ -146,10 +163,11 @@ async def main() -> None:
         for kind in ("remember", "search"):
             for n in (1, 8):
                 before = {k: cpu_seconds(p) for k, p in pids.items()}
-                seconds, ms = await run_clients(url, tokens[:n], args.per_client, kind)
+                offset = 0 if n == 1 else args.per_client  # the 8-client round never repeats client 0's facts
+                seconds, ms = await run_clients(url, tokens[:n], args.per_client, kind, decisions, offset)
                 cpu = {k: (cpu_seconds(p) - before[k]) * 1000 / len(ms) for k, p in pids.items()}
                 print(row(kind, n, seconds, ms, cpu), flush=True)
-        print(f"load average after: {os.getloadavg()[0]:.2f}")
+        print(f"load average after: {os.getloadavg()[0]:.2f}; Remember decisions: {dict(decisions)}")
     finally:
         api.kill()
         worker.kill()
