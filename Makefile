@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: up test install lint fmt bench record-histories clean
+.PHONY: up test install lint fmt bench record-histories config-doc clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ fmt: $(STAMP)
 
 record-histories: $(STAMP)
 	$(BIN)/python -m tests.workflows.record_histories
+
+# Regenerate the configuration reference in deploy/README.md from memwarden/config.py (a test checks it).
+config-doc: $(STAMP)
+	$(BIN)/python -m memwarden.config_doc --write deploy/README.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -36,58 +36,99 @@ class CacheBackend(StrEnum):
     REDIS = "redis"
 
 
+SECRET_FIELDS = frozenset({"database_url", "qdrant_api_key", "redis_url", "auth_secret", "codec_key", "codec_old_keys"})
+"""Settings whose values are credentials (or embed them): a Secret / env file, never a ConfigMap or a log."""
+
+
 class Settings(BaseSettings):
     """Configuration for the API, the worker and `memwarden up`."""
 
     model_config = SettingsConfigDict(env_prefix="MEMWARDEN_", extra="ignore")
 
-    profile: Profile = Profile.EMBEDDED
+    profile: Profile = Field(
+        default=Profile.EMBEDDED,
+        description="embedded (one machine, secrets in the data dir) or production (every service external).",
+    )
     data_dir: Path = Field(
         default=Path(".memwarden"), description="Embedded data: SQLite, Edge shard, secrets, Temporal db."
     )
 
     database_url: str | None = Field(default=None, description="SQLAlchemy async URL; default SQLite in the data dir.")
     vector_backend: VectorBackend | None = Field(default=None, description="edge (embedded) or qdrant (production).")
-    qdrant_url: str | None = Field(default=None, description="Qdrant server URL for the qdrant backend.")
-    qdrant_api_key: str | None = None
+    qdrant_url: str | None = Field(
+        default=None, description="Qdrant server URL for the qdrant backend (or, in tests, MEMWARDEN_QDRANT_LOCATION)."
+    )
+    qdrant_api_key: str | None = Field(default=None, description="API key sent to the Qdrant server (a secret).")
     qdrant_location: str | None = Field(
         default=None, description="qdrant-client local mode (':memory:' or a path); tests only."
     )
-    qdrant_collection: str = "memories"
+    qdrant_collection: str = Field(default="memories", description="One collection for every tenant (is_tenant).")
+    qdrant_shard_number: int | None = Field(
+        default=None, gt=0, description="Shards of the collection when memwarden creates it (cluster)."
+    )
+    qdrant_replication_factor: int | None = Field(
+        default=None, gt=0, description="Copies of each shard when memwarden creates the collection (cluster)."
+    )
     cache_backend: CacheBackend | None = Field(default=None, description="memory (embedded) or redis (production).")
-    redis_url: str = "redis://127.0.0.1:6379/0"
-    cache_ttl_seconds: int = Field(default=300, gt=0)
+    redis_url: str = Field(default="redis://127.0.0.1:6379/0", description="Redis URL for the redis cache backend.")
+    redis_namespace: str = Field(
+        default="mw",
+        min_length=1,
+        pattern=r"^[^:]+$",
+        description="Prefix of every Redis key (no ':'), so deployments can share one Redis.",
+    )
+    cache_ttl_seconds: int = Field(default=300, gt=0, description="Lifetime of a cached search answer.")
     replica_urls: list[str] = Field(
         default_factory=list, description="SQL URLs that receive copies of committed memories."
     )
 
-    temporal_address: str = "127.0.0.1:7233"
-    temporal_namespace: str = "default"
-    temporal_task_queue: str = "memwarden"
-    temporal_ui_port: int = 8233
-    temporal_tls: bool = False
+    temporal_address: str = Field(default="127.0.0.1:7233", description="Temporal frontend host:port.")
+    temporal_namespace: str = Field(default="default", description="Temporal namespace (set its retention there).")
+    temporal_task_queue: str = Field(default="memwarden", description="Task queue the API starts and workers poll.")
+    temporal_ui_port: int = Field(default=8233, description="Dev server Web UI port (`memwarden up` only).")
+    temporal_tls: bool = Field(default=False, description="TLS to the Temporal frontend (system CA unless a CA file).")
+    temporal_tls_ca_file: Path | None = Field(default=None, description="PEM CA bundle for the Temporal frontend.")
+    temporal_tls_cert_file: Path | None = Field(default=None, description="PEM client certificate (mTLS).")
+    temporal_tls_key_file: Path | None = Field(default=None, description="PEM client key (mTLS; a secret).")
+    temporal_tls_server_name: str | None = Field(default=None, description="TLS server name, if not the host.")
 
-    api_host: str = "127.0.0.1"
-    api_port: int = 8080
+    api_host: str = Field(default="127.0.0.1", description="API listen address (`memwarden api`: 0.0.0.0).")
+    api_port: int = Field(default=8080, description="API listen port.")
+    worker_health_port: int | None = Field(
+        default=None,
+        description="Port for the worker's /healthz and /readyz (probes); unset: no listener.",
+    )
+    worker_health_host: str = Field(default="0.0.0.0", description="Listen address of the worker's health port.")
+    worker_shutdown_grace_seconds: float = Field(
+        default=20.0,
+        ge=0,
+        description="On SIGTERM, how long in-flight activities may finish before they are cancelled (and retried).",
+    )
 
     auth_secret: str | None = Field(
         default=None, description="HS256 secret for bearer tokens; embedded: a file in the data dir."
     )
-    auth_issuer: str = "memwarden"
-    token_ttl_seconds: int = Field(default=3600, gt=0)
+    auth_issuer: str = Field(default="memwarden", description="Expected `iss` of every bearer token.")
+    token_ttl_seconds: int = Field(default=3600, gt=0, description="Lifetime of tokens `memwarden token` mints.")
     codec_key: str | None = Field(
         default=None, description="base64 AES-256 key for Temporal payloads; embedded: a file in the data dir."
     )
+    codec_old_keys: list[str] = Field(
+        default_factory=list,
+        description="Retired base64 codec keys (JSON list), kept to decode history written before a rotation.",
+    )
 
-    max_content_chars: int = Field(default=4096, gt=0)
-    max_request_bytes: int = Field(default=64 * 1024, gt=0)
-    default_k: int = Field(default=5, gt=0)
-    max_k: int = Field(default=50, gt=0)
-    max_page_size: int = Field(default=200, gt=0)
-    default_page_size: int = Field(default=50, gt=0)
-    max_query_chars: int = Field(default=2048, gt=0)
+    max_content_chars: int = Field(default=4096, gt=0, description="Longest memory content accepted.")
+    max_request_bytes: int = Field(default=64 * 1024, gt=0, description="Largest request body accepted.")
+    default_k: int = Field(default=5, gt=0, description="Search results when the request gives no k.")
+    max_k: int = Field(default=50, gt=0, description="Largest k a search may ask for.")
+    max_page_size: int = Field(default=200, gt=0, description="Largest `limit` of a listing.")
+    default_page_size: int = Field(default=50, gt=0, description="`limit` of a listing that gives none.")
+    max_query_chars: int = Field(default=2048, gt=0, description="Longest search query accepted.")
 
-    workflow_timeout_seconds: float = Field(default=30.0, gt=0)
+    workflow_timeout_seconds: float = Field(
+        default=30.0, gt=0, description="How long the API waits for a workflow's answer."
+    )
 
     importance_threshold: float = Field(
         default=0.3, ge=0.0, le=1.0, description="Candidates scored below this are rejected (low_importance)."
@@ -145,10 +186,22 @@ class Settings(BaseSettings):
         raw = self.codec_key or _secret_file(
             self.data_dir / "codec.key", lambda: base64.b64encode(secrets.token_bytes(32)).decode()
         )
-        key = base64.b64decode(raw)
-        if len(key) != 32:
-            raise ValueError("codec key must be 32 bytes, base64-encoded")
-        return key
+        return _codec_key(raw)
+
+    @cached_property
+    def codec_old_key_bytes(self) -> list[bytes]:
+        """Retired 32-byte codec keys, for decoding history sealed before a rotation."""
+        return [_codec_key(raw) for raw in self.codec_old_keys]
+
+
+def _codec_key(raw: str) -> bytes:
+    try:
+        key = base64.b64decode(raw, validate=True)
+    except ValueError:
+        raise ValueError("codec key must be base64") from None
+    if len(key) != 32:
+        raise ValueError("codec key must be 32 bytes, base64-encoded")
+    return key
 
 
 def _secret_file(path: Path, make: Callable[[], str]) -> str:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from memwarden.config import Settings
@@ -52,9 +55,25 @@ def cmd_api(args: argparse.Namespace) -> int:
 
     from api.app import create_app
 
+    class GracefulServer(uvicorn.Server):
+        """uvicorn that exits 0 after a SIGTERM/SIGINT drain, like the worker (uvicorn re-raises the signal)."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
     settings = _settings(args, api_port=args.port, api_host=args.host)
-    uvicorn.run(create_app(settings), host=settings.api_host, port=settings.api_port, log_level="warning")
-    return 0
+    config = uvicorn.Config(
+        create_app(settings), host=settings.api_host, port=settings.api_port, log_level="warning", access_log=False
+    )
+    server = GracefulServer(config)
+    server.run()
+    return 0 if server.started else 1
 
 
 def cmd_token(args: argparse.Namespace) -> int:

@@ -6,12 +6,16 @@ import asyncio
 import signal
 
 from memwarden.config import Settings
+from worker.health import HealthServer
 from worker.runtime import build_worker, open_deps
 from worker.temporal_client import connect
 
 
 async def run_worker(settings: Settings) -> None:
-    """Run until SIGINT/SIGTERM, then finish in-flight tasks and close the stores."""
+    """Run until SIGINT/SIGTERM, then finish in-flight tasks and close the stores.
+
+    With `worker_health_port` set, /healthz and /readyz listen there once the stores are open.
+    """
     client = await connect(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -19,5 +23,13 @@ async def run_worker(settings: Settings) -> None:
         loop.add_signal_handler(sig, stop.set)
     async with open_deps(settings) as deps:
         worker = build_worker(client, deps)
-        async with worker:
-            await stop.wait()
+        health = None
+        if settings.worker_health_port is not None:
+            health = HealthServer(client, deps, host=settings.worker_health_host, port=settings.worker_health_port)
+            await health.start()
+        try:
+            async with worker:
+                await stop.wait()
+        finally:
+            if health is not None:
+                await health.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -55,4 +56,6 @@ def build_worker(client: Client, deps: Deps) -> Worker:
         activities=activities,
         workflow_runner=SANDBOX,
         max_concurrent_local_activities=32,
+        # A stopping worker (SIGTERM, a rollout) lets in-flight activities finish instead of cancelling them.
+        graceful_shutdown_timeout=timedelta(seconds=deps.settings.worker_shutdown_grace_seconds),
     )

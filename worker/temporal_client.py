@@ -12,13 +12,19 @@ from collections.abc import Mapping
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
+from temporalio.service import TLSConfig
 
 from memwarden.config import Settings
-from worker.codec import AesGcmCodec
+from worker.codec import AesGcmCodec, key_id
 
 
 def data_converter(settings: Settings, *, old_keys: Mapping[str, bytes] | None = None) -> DataConverter:
-    """Pydantic JSON payloads sealed with the settings' codec key; failure text is encoded (encrypted) too."""
+    """Pydantic JSON payloads sealed with the settings' codec key; failure text is encoded (encrypted) too.
+
+    Without `old_keys`, the settings' retired keys (`MEMWARDEN_CODEC_OLD_KEYS`) decode older history.
+    """
+    if old_keys is None:
+        old_keys = {key_id(k): k for k in settings.codec_old_key_bytes}
     return dataclasses.replace(
         pydantic_data_converter,
         payload_codec=AesGcmCodec(settings.codec_key_bytes, old_keys),
@@ -26,11 +32,26 @@ def data_converter(settings: Settings, *, old_keys: Mapping[str, bytes] | None =
     )
 
 
+def tls_config(settings: Settings) -> TLSConfig | bool:
+    """False (plaintext), True (system CAs) or a TLSConfig with the configured CA and client pair (mTLS)."""
+    files = (settings.temporal_tls_ca_file, settings.temporal_tls_cert_file, settings.temporal_tls_key_file)
+    if not settings.temporal_tls and not any(files) and not settings.temporal_tls_server_name:
+        return False
+    if (settings.temporal_tls_cert_file is None) != (settings.temporal_tls_key_file is None):
+        raise ValueError("MEMWARDEN_TEMPORAL_TLS_CERT_FILE and MEMWARDEN_TEMPORAL_TLS_KEY_FILE go together")
+    if not any(files) and not settings.temporal_tls_server_name:
+        return True
+    ca, cert, key = (path.read_bytes() if path is not None else None for path in files)
+    return TLSConfig(
+        server_root_ca_cert=ca, client_cert=cert, client_private_key=key, domain=settings.temporal_tls_server_name
+    )
+
+
 async def connect(settings: Settings, *, old_keys: Mapping[str, bytes] | None = None) -> Client:
-    """A client for settings.temporal_address / temporal_namespace, TLS when settings.temporal_tls."""
+    """A client for settings.temporal_address / temporal_namespace, over TLS when configured."""
     return await Client.connect(
         settings.temporal_address,
         namespace=settings.temporal_namespace,
         data_converter=data_converter(settings, old_keys=old_keys),
-        tls=settings.temporal_tls,
+        tls=tls_config(settings),
     )

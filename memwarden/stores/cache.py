@@ -225,7 +225,7 @@ class RedisCache:
 def open_cache(settings: Settings, *, max_entries: int = DEFAULT_MAX_ENTRIES) -> Cache:
     """The cache the profile asks for: in-process (embedded) or Redis (production)."""
     if settings.cache_backend is CacheBackend.REDIS:
-        return RedisCache(settings.redis_url)
+        return RedisCache(settings.redis_url, settings.redis_namespace)
     return MemoryCache(max_entries=max_entries)
 
 

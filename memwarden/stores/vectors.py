@@ -207,4 +207,9 @@ def open_index(settings: Settings) -> VectorIndex:
         client = AsyncQdrantClient(path=settings.qdrant_location)
     else:
         raise IndexUnavailable("the qdrant backend needs MEMWARDEN_QDRANT_URL or MEMWARDEN_QDRANT_LOCATION")
-    return QdrantClientIndex(client, settings.qdrant_collection)
+    return QdrantClientIndex(
+        client,
+        settings.qdrant_collection,
+        shard_number=settings.qdrant_shard_number,
+        replication_factor=settings.qdrant_replication_factor,
+    )

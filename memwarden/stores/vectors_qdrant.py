@@ -91,10 +91,21 @@ def _index_schemas() -> dict[str, models.PayloadSchemaType | models.PayloadSchem
 class QdrantClientIndex:
     """A `VectorIndex` on one collection; owns `client` and closes it in `close()`."""
 
-    def __init__(self, client: AsyncQdrantClient, collection: str, *, dim: int = DENSE_DIM) -> None:
+    def __init__(
+        self,
+        client: AsyncQdrantClient,
+        collection: str,
+        *,
+        dim: int = DENSE_DIM,
+        shard_number: int | None = None,
+        replication_factor: int | None = None,
+    ) -> None:
         self._client = client
         self._collection = collection
         self._dim = dim
+        # Cluster layout, used only when this process creates the collection (None: the server's default).
+        self._shard_number = shard_number
+        self._replication_factor = replication_factor
         self._ready = False
 
     async def ensure(self) -> None:
@@ -106,6 +117,8 @@ class QdrantClientIndex:
                     self._collection,
                     vectors_config={DENSE: models.VectorParams(size=self._dim, distance=models.Distance.COSINE)},
                     sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                    shard_number=self._shard_number,
+                    replication_factor=self._replication_factor,
                 )
             except (UnexpectedResponse, ValueError):
                 # Another process created it between our check and our create; it must exist now.

@@ -13,8 +13,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -47,12 +49,14 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def mint(data_dir: Path | None, *args: str, cwd: Path | None = None) -> str:
-    """`memwarden token ...` as a subprocess: the same secret file the server reads."""
+def mint(data_dir: Path | None, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+    """`memwarden token ...` as a subprocess: the secret the server reads (its file, or MEMWARDEN_AUTH_SECRET)."""
     cmd = [memwarden_exe(), "token", *args]
     if data_dir is not None:
         cmd += ["--data-dir", str(data_dir)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=cwd, env=child_env(), check=False)
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=60, cwd=cwd, env=child_env(**(env or {})), check=False
+    )
     assert done.returncode == 0, f"memwarden token failed ({done.returncode}): {done.stderr}"
     token = done.stdout.strip()
     assert token.count(".") == 2, "expected one JWT on stdout"
@@ -190,3 +194,90 @@ class Stack:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def wait_http_ok(url: str, proc: subprocess.Popen[bytes], output: Callable[[], str], timeout: float) -> dict[str, Any]:
+    """Poll `url` until 200 and return its JSON; fail at once (with `output()`) if `proc` exits first."""
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    with httpx.Client(timeout=10.0) as http:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise AssertionError(f"{proc.args!r} exited with {proc.returncode}\n{output()}")
+            try:
+                answer = http.get(url)
+                if answer.status_code == 200:
+                    return answer.json()  # type: ignore[no-any-return]
+                last = f"{answer.status_code} {answer.text[:300]}"
+            except httpx.HTTPError as exc:
+                last = type(exc).__name__
+            time.sleep(0.25)
+    raise AssertionError(f"{url} not ready after {timeout:.0f}s (last: {last})\n{output()}")
+
+
+@dataclass
+class Child:
+    """One production process (`memwarden worker` or `memwarden api`), configured only by its environment."""
+
+    name: str
+    args: list[str]
+    env: dict[str, str]
+    cwd: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def out_path(self) -> Path:
+        return self.cwd / f"{self.name}.out"
+
+    @property
+    def err_path(self) -> Path:
+        return self.cwd / f"{self.name}.err"
+
+    def start(self) -> None:
+        with open(self.out_path, "ab") as out, open(self.err_path, "ab") as err:
+            self.proc = subprocess.Popen(
+                [memwarden_exe(), *self.args],
+                cwd=self.cwd,
+                env=child_env(**self.env),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+
+    def output(self) -> str:
+        out = self.out_path.read_text(errors="replace") if self.out_path.exists() else ""
+        err = self.err_path.read_text(errors="replace") if self.err_path.exists() else ""
+        return f"--- {self.name} stdout\n{out[-3000:]}\n--- {self.name} stderr\n{err[-6000:]}"
+
+    def wait_ready(self, url: str, timeout: float = READY_TIMEOUT_S) -> dict[str, Any]:
+        assert self.proc is not None
+        return wait_http_ok(url, self.proc, self.output, timeout)
+
+    def open_files(self) -> list[str]:
+        """Paths this process holds open right now (from /proc/<pid>/fd)."""
+        assert self.proc is not None
+        found: list[str] = []
+        for fd in Path(f"/proc/{self.proc.pid}/fd").iterdir():
+            try:
+                found.append(os.readlink(fd))
+            except OSError:
+                continue
+        return found
+
+    def terminate(self, timeout: float = STOP_TIMEOUT_S) -> int:
+        """SIGTERM, as an orchestrator stops a pod; returns the exit code."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{self.name} did not exit {timeout:.0f}s after SIGTERM\n{self.output()}") from None
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=10)
