@@ -14,6 +14,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from api.problems import Problem
+from api.routes.settings import memory_enabled
 from api.schemas import MemoryDetail, MemoryOut, MemoryPage, RememberOut
 from api.state import ApiState, Caller, State
 from memwarden.identity import Forbidden, Role, may_settle, read_filter, write_target
@@ -217,6 +218,8 @@ async def list_memories(
     if size > settings.max_page_size:
         raise Problem(422, "validation_failed", f"limit is at most {settings.max_page_size}", field="limit")
     rf = _readable(caller, tuple(status) if status else DEFAULT_LIST_STATUSES)
+    if caller.role is Role.AGENT and not await memory_enabled(state, caller):
+        return MemoryPage(items=[], next_cursor=None)  # off: agents read nothing; the person still sees it all
     try:
         records, next_cursor = await state.store.list_memories(rf, limit=size, cursor=cursor)
     except ValueError:
@@ -228,7 +231,8 @@ async def list_memories(
 async def get_memory(state: State, caller: Caller, memory_id: str) -> MemoryDetail:
     rf = _readable(caller, tuple(Status))
     record = await state.store.get_memory(caller.tenant, memory_id)
-    if record is None or not rf.admits(record):
+    hidden = caller.role is Role.AGENT and not await memory_enabled(state, caller)
+    if record is None or hidden or not rf.admits(record):
         raise Problem(404, "not_found", "no such memory", field="memory_id")
     history: list[MemoryOut] = []
     seen = {record.id}

@@ -11,9 +11,8 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,28 +25,10 @@ from api.app import create_app
 from memwarden.identity import mint_token
 from memwarden.records import MemoryRecord, MemoryType, SourceKind, Status, content_hash
 from memwarden.stores.sql_models import candidates, memories
-from tests.integration.api_stack import MEMORY, Api, assert_problem, embedded_api, remember
+from tests.integration.api_stack import MEMORY, Api, assert_problem, remember
 from worker.devserver import free_port
 from worker.stack import run_api
 from worker.temporal_client import connect
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield tmp_path_factory.mktemp("api-errors")
-
-
-@pytest.fixture(scope="module")
-async def api(data_dir: Path) -> AsyncIterator[Api]:
-    async with embedded_api(data_dir) as stack:
-        yield stack
-
-
-@pytest.fixture
-async def http(api: Api) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=api.base_url, timeout=30) as client:
-        yield client
-
 
 # -- 401 -------------------------------------------------------------------------------------------
 

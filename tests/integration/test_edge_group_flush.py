@@ -10,13 +10,15 @@ from __future__ import annotations
 import asyncio
 import shutil
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 from activities.indexing import index_point, reconcile_index
-from memwarden.embed import default_embedder
+from memwarden.embed import MiniLMEmbedder, default_embedder
 from memwarden.identity import Principal, Role, read_filter
-from memwarden.records import MemoryRecord, MemoryType, ReadFilter, Scope, SourceKind, Status, content_hash
+from memwarden.records import IndexPoint, MemoryRecord, MemoryType, ReadFilter, Scope, SourceKind, Status, content_hash
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.vectors_edge import EdgeIndex
 
@@ -41,6 +43,22 @@ def record(text: str, slot: str | None = None) -> MemoryRecord:
     )
 
 
+@asynccontextmanager
+async def as_after_a_crash(live: Path, copy: Path) -> AsyncIterator[EdgeIndex]:
+    """Open a copy of `live` taken now: what a restarted worker finds on disk at this instant."""
+    shutil.copytree(live, copy)
+    restarted = EdgeIndex(copy)
+    await restarted.ensure()
+    try:
+        yield restarted
+    finally:
+        await restarted.close()
+
+
+def point_of(embedder: MiniLMEmbedder, r: MemoryRecord) -> IndexPoint:
+    return index_point(r, embedder.embed([r.content or ""])[0])
+
+
 def alice() -> ReadFilter:
     return read_filter(Principal(tenant=T, sub="alice", role=Role.USER))
 
@@ -54,7 +72,7 @@ async def test_unflushed_writes_are_visible_at_once_and_repaired_after_a_crash(t
     try:
         durable = record("synthetic: alice's bike is green", slot="bike.color")
         await store.insert_memory(durable)
-        await live.upsert([index_point(durable, embedder.embed([durable.content or ""])[0])])
+        await live.upsert([point_of(embedder, durable)])
         await live.flush()
         flushed = live.flushed_through
         assert flushed is not None
@@ -63,37 +81,25 @@ async def test_unflushed_writes_are_visible_at_once_and_repaired_after_a_crash(t
         newer = record("synthetic: alice's bike is red", slot="bike.color")
         stored, superseded = await store.commit_live(newer)
         assert superseded == durable.id
-        await live.upsert([index_point(stored, embedder.embed([newer.content or ""])[0])])
+        await live.upsert([point_of(embedder, stored)])
         await live.set_status([durable.id], Status.SUPERSEDED)
         # Visible to queries before any flush.
         assert await live.present([newer.id]) == [newer.id]
 
-        crashed = tmp_path / "index-after-crash"
-        shutil.copytree(tmp_path / "index", crashed)
+        async with as_after_a_crash(tmp_path / "index", tmp_path / "index-after-crash") as restarted:
+            # The copy is what the disk held: the unflushed upsert is gone, the old value still looks live.
+            assert await restarted.present([newer.id]) == []
+            query = {"dense": embedder.embed(["alice bike"])[0], "read_filter": alice(), "limit": 5}
+            now_ts = datetime.now(UTC).timestamp()
+            assert [h.memory_id for h in await restarted.nearest(now_ts=now_ts, **query)] == [durable.id]
+
+            since = restarted.flushed_through
+            assert since is not None and since <= flushed
+            assert await reconcile_index(store, restarted, embedder, since) >= 2
+            # The new value is back, and the superseded one no longer passes the filter.
+            assert [h.memory_id for h in await restarted.nearest(now_ts=now_ts, **query)] == [newer.id]
     finally:
         await live.close()
-
-    restarted = EdgeIndex(crashed)
-    await restarted.ensure()
-    try:
-        # The copy is what the disk held: the unflushed upsert is gone, the old value still looks live.
-        assert await restarted.present([newer.id]) == []
-        now_ts = datetime.now(UTC).timestamp()
-        before = await restarted.nearest(
-            dense=embedder.embed(["alice bike"])[0], read_filter=alice(), now_ts=now_ts, limit=5
-        )
-        assert [h.memory_id for h in before] == [durable.id]
-
-        since = restarted.flushed_through
-        assert since is not None and since <= flushed
-        touched = await reconcile_index(store, restarted, embedder, since)
-        assert touched >= 2
-        after = await restarted.nearest(
-            dense=embedder.embed(["alice bike"])[0], read_filter=alice(), now_ts=now_ts, limit=5
-        )
-        assert [h.memory_id for h in after] == [newer.id]  # the superseded value no longer passes the filter
-    finally:
-        await restarted.close()
         await store.close()
 
 
@@ -103,19 +109,13 @@ async def test_a_deletion_is_on_disk_before_it_returns(tmp_path: Path) -> None:
     await index.ensure()
     try:
         gone = record("synthetic: alice's locker code is remembered elsewhere")
-        await index.upsert([index_point(gone, embedder.embed([gone.content or ""])[0])])
+        await index.upsert([point_of(embedder, gone)])
         await index.flush()
         await index.delete([gone.id])
-        copy = tmp_path / "copy"
-        shutil.copytree(tmp_path / "index", copy)
+        async with as_after_a_crash(tmp_path / "index", tmp_path / "copy") as reopened:
+            assert await reopened.present([gone.id]) == []
     finally:
         await index.close()
-    reopened = EdgeIndex(copy)
-    await reopened.ensure()
-    try:
-        assert await reopened.present([gone.id]) == []
-    finally:
-        await reopened.close()
 
 
 async def test_the_group_flush_runs_by_itself(tmp_path: Path) -> None:
@@ -125,19 +125,13 @@ async def test_the_group_flush_runs_by_itself(tmp_path: Path) -> None:
     try:
         first = index.flushed_through
         kept = record("synthetic: alice waters the plants on sundays")
-        await index.upsert([index_point(kept, embedder.embed([kept.content or ""])[0])])
+        await index.upsert([point_of(embedder, kept)])
         for _ in range(100):
             await asyncio.sleep(0.05)
             if index.flushed_through != first:
                 break
         assert index.flushed_through is not None and first is not None and index.flushed_through > first
-        copy = tmp_path / "copy"
-        shutil.copytree(tmp_path / "index", copy)
+        async with as_after_a_crash(tmp_path / "index", tmp_path / "copy") as reopened:
+            assert await reopened.present([kept.id]) == [kept.id]
     finally:
         await index.close()
-    reopened = EdgeIndex(copy)
-    await reopened.ensure()
-    try:
-        assert await reopened.present([kept.id]) == [kept.id]
-    finally:
-        await reopened.close()

@@ -8,8 +8,6 @@ carried out, fails. Each test has its own tenant.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,29 +16,12 @@ from temporalio.api.history.v1 import History
 from temporalio.client import Client
 
 from memwarden.records import Status
-from tests.integration.api_stack import Api, assert_problem, embedded_api
+from tests.integration.api_stack import Api, assert_problem
 from workflows.pending import pending_workflow_id
 
 PREF = {"type": "preference", "source_kind": "user", "reason": "user_explicit_preference", "importance": 0.8}
 WINDOW = "Alice prefers window seats on long flights"
 SECRET = "the deploy key is AKIAZ7QXW3SYNTH5EXMP, keep it handy"
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield tmp_path_factory.mktemp("gate-api")
-
-
-@pytest.fixture(scope="module")
-async def api(data_dir: Path) -> AsyncIterator[Api]:
-    async with embedded_api(data_dir) as stack:
-        yield stack
-
-
-@pytest.fixture
-async def http(api: Api) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=api.base_url, timeout=60) as client:
-        yield client
 
 
 def tenant() -> str:
@@ -341,10 +322,13 @@ async def test_memory_off_stops_writes_and_reads_and_keeps_what_exists(api: Api,
     assert (refused["decision"], refused["reason"]) == ("REJECT", "memory_disabled")
     assert await search_ids(http, agent, "seat on long flights") == []
     assert await search_ids(http, alice, "seat on long flights") == []
+    assert (await http.get("/v1/memories", headers=agent)).json()["items"] == []
+    assert_problem(await http.get(f"/v1/memories/{kept['memory_id']}", headers=agent), 404)
     # Off does not delete: the owner still sees what is kept, and turning it on brings it back.
     assert [m["id"] for m in (await http.get("/v1/memories", headers=alice)).json()["items"]] == [kept["memory_id"]]
     assert (await http.put("/v1/settings", headers=alice, json={"memory_enabled": True})).status_code == 200
     assert await search_ids(http, agent, "seat on long flights") == [kept["memory_id"]]
+    assert [m["id"] for m in (await http.get("/v1/memories", headers=agent)).json()["items"]] == [kept["memory_id"]]
     assert ("settings", "memory_disabled") in await audit_ops(api, t)
 
 
