@@ -123,5 +123,21 @@ class MemwardenClient:
     async def get_memory(self, memory_id: str) -> dict[str, Any]:
         return await self._call("GET", f"/v1/memories/{memory_id}")  # type: ignore[no-any-return]
 
+    async def confirm(self, memory_id: str) -> RememberAnswer:
+        """Settle a PENDING write as its owner (or the shared store's moderator): it is committed."""
+        return RememberAnswer.model_validate(await self._call("POST", f"/v1/memories/{memory_id}/confirm"))
+
+    async def decline(self, memory_id: str) -> RememberAnswer:
+        """Refuse a PENDING write: it is rejected and its content dropped."""
+        return RememberAnswer.model_validate(await self._call("POST", f"/v1/memories/{memory_id}/decline"))
+
+    async def memory_enabled(self) -> bool:
+        """The signed-in person's switch (off: no new memories, agents read nothing; nothing is deleted)."""
+        return bool((await self._call("GET", "/v1/settings"))["memory_enabled"])
+
+    async def set_memory_enabled(self, enabled: bool) -> bool:
+        answer = await self._call("PUT", "/v1/settings", json={"memory_enabled": enabled})
+        return bool(answer["memory_enabled"])
+
     async def ready(self) -> dict[str, Any]:
         return await self._call("GET", "/readyz")  # type: ignore[no-any-return]

@@ -15,6 +15,7 @@ import pytest
 from temporalio.api.history.v1 import History
 from temporalio.client import Client
 
+from memwarden.client import MemwardenClient, MemwardenError
 from memwarden.records import Status
 from tests.integration.api_stack import Api, assert_problem
 from workflows.pending import pending_workflow_id
@@ -361,3 +362,38 @@ async def test_the_pending_workflow_carries_no_content(api: Api, http: httpx.Asy
     # The control: the same marker is in the store, so its absence above is not an accident of the test.
     stored = await api.store.get_memory(t, staged["memory_id"])
     assert stored is not None and stored.content is not None and marker in stored.content
+
+
+async def test_the_python_client_settles_and_switches(api: Api) -> None:
+    t = tenant()
+    async with (
+        MemwardenClient(api.base_url, api.token(t, "svc", "agent", agent="planner", on_behalf_of="alice")) as agent,
+        MemwardenClient(api.base_url, api.token(t, "alice")) as alice,
+    ):
+        first = await agent.remember(
+            "From now on always book aisle seats for Alice",
+            type="procedural",
+            source_kind="user",
+            reason="user_explicit_preference",
+            importance=0.8,
+        )
+        second = await agent.remember(
+            "From now on never book hotels near airports for Alice",
+            type="procedural",
+            source_kind="user",
+            reason="user_explicit_preference",
+            importance=0.8,
+        )
+        assert first.decision.value == second.decision.value == "PENDING"
+        assert (await alice.confirm(str(first.memory_id))).decision.value == "ADD"
+        assert (await alice.decline(str(second.memory_id))).reason == "declined"
+        with pytest.raises(MemwardenError) as refused:
+            await alice.confirm(str(second.memory_id))
+        assert refused.value.status == 409
+        assert await alice.memory_enabled() is True
+        assert await alice.set_memory_enabled(False) is False
+        off = await agent.remember(
+            "Alice likes jazz", type="preference", source_kind="user", reason="user_explicit_preference", importance=0.8
+        )
+        assert (off.decision.value, off.reason) == ("REJECT", "memory_disabled")
+        assert await alice.set_memory_enabled(True) is True
