@@ -14,7 +14,7 @@ from api.routes import health, memories, search
 from api.routes import settings as settings_routes
 from api.state import ApiState
 from memwarden.config import Settings
-from memwarden.stores.sql import SqlStore
+from memwarden.stores.sql import SqlStore, open_store
 
 
 def create_app(settings: Settings, *, temporal: Client | None = None, store: SqlStore | None = None) -> FastAPI:
@@ -25,7 +25,7 @@ def create_app(settings: Settings, *, temporal: Client | None = None, store: Sql
         from worker.temporal_client import connect
 
         own_store = store is None
-        sql = store or await SqlStore.open(settings.database_url or "")
+        sql = store or await open_store(settings)
         client = temporal or await connect(settings)
         app.state.mw = ApiState(settings=settings, store=sql, temporal=client)
         try:

@@ -19,6 +19,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memwarden.policy.gate import GatePolicy
+from memwarden.stores.audit_signing import CheckpointSigner, CheckpointVerifier
 
 
 class Profile(StrEnum):
@@ -36,8 +37,15 @@ class CacheBackend(StrEnum):
     REDIS = "redis"
 
 
-SECRET_FIELDS = frozenset({"database_url", "qdrant_api_key", "redis_url", "auth_secret", "codec_key", "codec_old_keys"})
+SECRET_FIELDS = frozenset(
+    {"database_url", "qdrant_api_key", "redis_url", "auth_secret", "codec_key", "codec_old_keys", "audit_signing_key"}
+)
 """Settings whose values are credentials (or embed them): a Secret / env file, never a ConfigMap or a log."""
+
+
+class OtelExporter(StrEnum):
+    NONE = "none"
+    OTLP = "otlp"
 
 
 class Settings(BaseSettings):
@@ -126,6 +134,29 @@ class Settings(BaseSettings):
     default_page_size: int = Field(default=50, gt=0, description="`limit` of a listing that gives none.")
     max_query_chars: int = Field(default=2048, gt=0, description="Longest search query accepted.")
 
+    audit_signing_key: str | None = Field(
+        default=None,
+        description="base64 Ed25519 seed that signs audit checkpoints; embedded: a file in the data dir.",
+    )
+    audit_verify_keys: list[str] = Field(
+        default_factory=list,
+        description="base64 Ed25519 public keys of earlier signing keys, still trusted when verifying.",
+    )
+    audit_checkpoint_every: int = Field(default=256, gt=0, description="Sign the chain head every N events.")
+
+    otel_exporter: OtelExporter = Field(
+        default=OtelExporter.NONE, description="Where spans go: none (default) or otlp (OTLP over HTTP)."
+    )
+    otel_endpoint: str | None = Field(
+        default=None, description="OTLP traces endpoint; default the exporter's own (OTEL_EXPORTER_OTLP_* env)."
+    )
+    otel_service_name: str = Field(default="memwarden", description="service.name on exported spans and metrics.")
+    metrics_enabled: bool = Field(default=True, description="Serve Prometheus metrics at GET /metrics.")
+    codec_cors_origins: list[str] = Field(
+        default_factory=lambda: ["http://127.0.0.1:8233", "http://localhost:8233"],
+        description="Origins (the Temporal Web UI) allowed to call /codec/* from the browser.",
+    )
+
     workflow_timeout_seconds: float = Field(
         default=30.0, gt=0, description="How long the API waits for a workflow's answer."
     )
@@ -153,6 +184,8 @@ class Settings(BaseSettings):
                 raise ValueError("MEMWARDEN_AUTH_SECRET is required in the production profile")
             if not self.codec_key:
                 raise ValueError("MEMWARDEN_CODEC_KEY is required in the production profile")
+            if not self.audit_signing_key:
+                raise ValueError("MEMWARDEN_AUDIT_SIGNING_KEY is required in the production profile")
             if self.vector_backend is VectorBackend.QDRANT and not (self.qdrant_url or self.qdrant_location):
                 raise ValueError("MEMWARDEN_QDRANT_URL is required for the qdrant backend")
         return self
@@ -202,6 +235,24 @@ def _codec_key(raw: str) -> bytes:
     if len(key) != 32:
         raise ValueError("codec key must be 32 bytes, base64-encoded")
     return key
+
+    @cached_property
+    def audit_signer(self) -> CheckpointSigner:
+        """Signs audit checkpoints; embedded profile creates its key once in the data dir (mode 0600).
+
+        Production takes it from MEMWARDEN_AUDIT_SIGNING_KEY: keep it where database writers cannot
+        read it, or they could re-sign a rebuilt chain.
+        """
+        seed = self.audit_signing_key or _secret_file(
+            self.data_dir / "audit-signing.key", CheckpointSigner.generate_base64
+        )
+        return CheckpointSigner.from_base64(seed)
+
+    @cached_property
+    def audit_verifier(self) -> CheckpointVerifier:
+        """The current signing key's public half plus every configured earlier one."""
+        verifier = CheckpointVerifier.from_base64([self.audit_signer.public_base64(), *self.audit_verify_keys])
+        return verifier
 
 
 def _secret_file(path: Path, make: Callable[[], str]) -> str:
