@@ -10,9 +10,10 @@ from temporalio.client import Client
 
 from api import problems
 from api.limits import BodyLimitMiddleware
-from api.routes import health, memories, search
+from api.routes import audit, health, memories, search
 from api.routes import settings as settings_routes
 from api.state import ApiState
+from api.telemetry import metrics_router
 from memwarden.config import Settings
 from memwarden.stores.sql import SqlStore, open_store
 
@@ -46,4 +47,7 @@ def create_app(settings: Settings, *, temporal: Client | None = None, store: Sql
     app.include_router(memories.router)
     app.include_router(search.router)
     app.include_router(settings_routes.router)
+    app.include_router(audit.router)
+    if settings.metrics_enabled:
+        app.include_router(metrics_router)
     return app

@@ -99,6 +99,9 @@ class Settings(BaseSettings):
     temporal_tls_cert_file: Path | None = Field(default=None, description="PEM client certificate (mTLS).")
     temporal_tls_key_file: Path | None = Field(default=None, description="PEM client key (mTLS; a secret).")
     temporal_tls_server_name: str | None = Field(default=None, description="TLS server name, if not the host.")
+    temporal_ui_base_url: str | None = Field(
+        default=None, description="Temporal Web UI, for links to workflow histories; default 127.0.0.1:<ui port>."
+    )
 
     api_host: str = Field(default="127.0.0.1", description="API listen address (`memwarden api`: 0.0.0.0).")
     api_port: int = Field(default=8080, description="API listen port.")
@@ -197,6 +200,10 @@ class Settings(BaseSettings):
             importance_threshold=self.importance_threshold,
             confirmation_window_seconds=self.confirmation_window_seconds,
         )
+
+    @property
+    def temporal_ui_url(self) -> str:
+        return self.temporal_ui_base_url or f"http://127.0.0.1:{self.temporal_ui_port}"
 
     @property
     def edge_path(self) -> Path:
