@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from temporalio.client import Client
+from temporalio.common import HeaderCodecBehavior
 from temporalio.contrib.opentelemetry import TracingInterceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
@@ -59,4 +60,6 @@ async def connect(settings: Settings, *, old_keys: Mapping[str, bytes] | None = 
         # Links API spans to workflow and activity spans (trace context travels in Temporal headers);
         # workers built on this client inherit it.
         interceptors=[TracingInterceptor(telemetry.tracer())],
+        # Headers (the trace context among them) are sealed by the codec like every other payload.
+        header_codec_behavior=HeaderCodecBehavior.CODEC,
     )
