@@ -4,7 +4,7 @@
 StartWorkflow span, and through its headers the workflow and activity spans, become its
 children), names the caller by tenant, role and agent, and when the route answers, reads ids,
 decision, reason and counts off the response model: never a field that holds content. Problems
-mark the span failed with their code, and a 403 counts as a denial.
+mark the span failed with their code, and a 403 counts as a denial (a metric and an audit event).
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from api.problems import Problem
+from api.state import ApiState
 from memwarden import telemetry
 from memwarden.identity import Principal
+from memwarden.stores.audit import AuditEventIn, Operation
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -61,6 +63,21 @@ def _record_metrics(operation: str, result: Any) -> None:
         m.record_search(freshness, withheld)
 
 
+async def _audit_denial(state: Any, principal: Principal | None, operation: str, code: str) -> None:
+    """A refused request is an audit event too (operation `deny`, the reason code, no input)."""
+    if principal is None or not isinstance(state, ApiState):
+        return
+    await state.store.append_audit(
+        AuditEventIn(
+            tenant_id=principal.tenant,
+            actor=principal.actor,
+            operation=Operation.DENY,
+            reason=code,
+            details={"attempted": operation},
+        )
+    )
+
+
 def traced(operation: str) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
     """Wrap a route in its operation span; the route keeps its signature (FastAPI reads __wrapped__)."""
 
@@ -81,6 +98,7 @@ def traced(operation: str) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, 
                     telemetry.mark_error(span, problem.code)
                     if problem.status == 403:
                         telemetry.metrics().record_denial(problem.code, operation)
+                        await _audit_denial(kwargs.get("state"), principal, operation, problem.code)
                     raise
                 telemetry.set_attributes(span, _result_attributes(result))
                 _record_metrics(operation, result)

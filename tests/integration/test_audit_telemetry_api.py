@@ -223,6 +223,11 @@ async def test_a_refused_write_marks_its_span_and_counts_a_denial(stack: Stack, 
     ]
     assert refused and refused[-1].status.status_code.name == "ERROR"
     assert not no_content_in(refused[-1])
+    denials = (
+        await http.get("/v1/audit", headers=stack.auth("operator", sub="ops-1"), params={"operation": "deny"})
+    ).json()["items"]
+    assert denials[0]["reason"] == "not_a_store_member" and denials[0]["actor"] == "agent:planner-svc"
+    assert denials[0]["details"] == {"attempted": "create_memory"}
 
 
 # -- metrics ---------------------------------------------------------------------------------
