@@ -36,7 +36,7 @@ from memwarden import telemetry
 from memwarden.config import Settings
 from memwarden.identity import mint_token
 from memwarden.stores.sql import SqlStore
-from worker.codec import ENCODING
+from worker.codec import ENCODING, AesGcmCodec
 from worker.devserver import DevServer, free_port
 from worker.runtime import build_worker, open_deps
 from worker.stack import run_api
@@ -403,6 +403,19 @@ async def raw_history_payloads(stack: Stack, workflow_id: str) -> dict[str, Any]
     )
     started = history.history.events[0].workflow_execution_started_event_attributes
     return json_format.MessageToDict(started.input)
+
+
+async def test_trace_context_travels_in_sealed_headers(stack: Stack, written: dict[str, Any]) -> None:
+    history = await stack.client.workflow_service.get_workflow_execution_history(
+        GetWorkflowExecutionHistoryRequest(
+            namespace=stack.settings.temporal_namespace, execution={"workflow_id": written["found"]["workflow_id"]}
+        )
+    )
+    started = history.history.events[0].workflow_execution_started_event_attributes
+    header = started.header.fields["_tracer-data"]  # put there by the TracingInterceptor under the API span
+    assert header.metadata["encoding"] == ENCODING and b"traceparent" not in header.data
+    [opened] = await AesGcmCodec(stack.settings.codec_key_bytes).decode([header])
+    assert b"traceparent" in opened.data  # the W3C trace context, readable only through the codec
 
 
 async def test_codec_decodes_history_for_operators_only(
