@@ -366,11 +366,16 @@ async def test_verify_and_show_then_a_tampered_row_is_named(
     stack: Stack, http: httpx.AsyncClient, written: dict[str, Any]
 ) -> None:
     operator = stack.auth("operator", sub="ops-1")
+    agent = stack.auth("agent", sub="planner-svc", agent="planner", on_behalf_of="alice")
+    for _ in range(EVERY):  # enough events (reads) for at least one signed checkpoint
+        assert (await http.post("/v1/search", headers=agent, json={"query": "paperweights"})).status_code == 200
     ok = (await http.get("/v1/audit/verify", headers=operator)).json()
     assert ok["ok"] is True and ok["checkpoints"] >= 1 and ok["events"] >= 2, ok
     assert ok["trusted_keys"] == [stack.settings.audit_signer.key_id]
     code, out, _ = await run_cli(stack, "audit", "verify")
     assert code == 0 and "audit chain ok" in out
+    code, out, _ = await run_cli(stack, "audit", "pubkey")
+    assert code == 0 and out.split() == [stack.settings.audit_signer.public_base64(), f"key_id={ok['trusted_keys'][0]}"]
     memory_id = written["created"]["memory_id"]
     code, out, _ = await run_cli(stack, "audit", "show", memory_id)
     assert code == 0 and written["created"]["workflow_id"] in out and "/namespaces/default/workflows/" in out
