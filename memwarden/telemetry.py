@@ -16,6 +16,7 @@ Prometheus from the API's `/metrics`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -181,7 +182,7 @@ def setup(
     Metrics always feed a Prometheus registry of their own (served at the API's `/metrics`).
     """
     global _current
-    service = settings.otel_service_name if settings is not None else "memwarden"
+    service = _service_name(settings)
     resource = Resource.create({"service.name": service})
     tracer_provider = TracerProvider(resource=resource)
     if span_exporter is not None:
@@ -198,6 +199,13 @@ def setup(
     meter_provider = MeterProvider(resource=resource, metric_readers=readers)
     _current = Telemetry(tracer_provider, Metrics(meter_provider, registry), readers)
     return _current
+
+
+def _service_name(settings: Settings | None) -> str:
+    """MEMWARDEN_OTEL_SERVICE_NAME when set, else the SDK's standard OTEL_SERVICE_NAME, else memwarden."""
+    if settings is not None and "otel_service_name" in settings.model_fields_set:
+        return settings.otel_service_name
+    return os.environ.get("OTEL_SERVICE_NAME") or (settings.otel_service_name if settings else "memwarden")
 
 
 def current() -> Telemetry:

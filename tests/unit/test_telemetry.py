@@ -94,3 +94,17 @@ def test_a_failing_operation_names_the_error_class_not_its_message(tmp_path: Pat
     [finished] = exporter.get_finished_spans()
     assert finished.attributes["error.type"] == "ValueError"
     assert finished.status.description == "ValueError" and not finished.events
+
+
+def test_service_name_follows_the_sdk_variable_unless_memwarden_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "memwarden-worker")
+    t = telemetry.setup(Settings(data_dir=tmp_path))
+    assert t.tracer_provider.resource.attributes["service.name"] == "memwarden-worker"
+    t = telemetry.setup(Settings(data_dir=tmp_path, otel_service_name="mw-api"))
+    assert t.tracer_provider.resource.attributes["service.name"] == "mw-api"
+    monkeypatch.delenv("OTEL_SERVICE_NAME")
+    assert (
+        telemetry.setup(Settings(data_dir=tmp_path)).tracer_provider.resource.attributes["service.name"] == "memwarden"
+    )
