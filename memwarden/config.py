@@ -233,16 +233,6 @@ class Settings(BaseSettings):
         """Retired 32-byte codec keys, for decoding history sealed before a rotation."""
         return [_codec_key(raw) for raw in self.codec_old_keys]
 
-
-def _codec_key(raw: str) -> bytes:
-    try:
-        key = base64.b64decode(raw, validate=True)
-    except ValueError:
-        raise ValueError("codec key must be base64") from None
-    if len(key) != 32:
-        raise ValueError("codec key must be 32 bytes, base64-encoded")
-    return key
-
     @cached_property
     def audit_signer(self) -> CheckpointSigner:
         """Signs audit checkpoints; embedded profile creates its key once in the data dir (mode 0600).
@@ -260,6 +250,16 @@ def _codec_key(raw: str) -> bytes:
         """The current signing key's public half plus every configured earlier one."""
         verifier = CheckpointVerifier.from_base64([self.audit_signer.public_base64(), *self.audit_verify_keys])
         return verifier
+
+
+def _codec_key(raw: str) -> bytes:
+    try:
+        key = base64.b64decode(raw, validate=True)
+    except ValueError:
+        raise ValueError("codec key must be base64") from None
+    if len(key) != 32:
+        raise ValueError("codec key must be 32 bytes, base64-encoded")
+    return key
 
 
 def _secret_file(path: Path, make: Callable[[], str]) -> str:

@@ -28,7 +28,7 @@ from api.problems import Problem
 from api.state import State, get_principal
 from memwarden.identity import AuthError, Principal, Role, verify_token
 from memwarden.stores.audit import AuditEventIn
-from worker.codec import AesGcmCodec, CodecError
+from worker.codec import AesGcmCodec, CodecError, key_id
 
 router = APIRouter(prefix="/codec", tags=["codec"])
 
@@ -87,11 +87,14 @@ _CODECS: dict[bytes, AesGcmCodec] = {}
 
 
 def _codec(state: State) -> AesGcmCodec:
-    """The worker's codec for this key (built once per key: AESGCM setup is not free)."""
-    key = state.settings.codec_key_bytes
-    if key not in _CODECS:
-        _CODECS[key] = AesGcmCodec(key)
-    return _CODECS[key]
+    """The worker's codec: the current key, and the retired ones so history from before a rotation decodes."""
+    settings = state.settings
+    key = settings.codec_key_bytes
+    old = settings.codec_old_key_bytes
+    cache_key = key + b"".join(old)
+    if cache_key not in _CODECS:
+        _CODECS[cache_key] = AesGcmCodec(key, {key_id(k): k for k in old})
+    return _CODECS[cache_key]
 
 
 async def _run(state: State, principal: Principal, body: Any, op: str, namespace: str | None) -> dict[str, Any]:
