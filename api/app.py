@@ -10,11 +10,12 @@ from temporalio.client import Client
 
 from api import problems
 from api.limits import BodyLimitMiddleware
-from api.routes import health, memories, search
+from api.routes import audit, codec, health, memories, search
 from api.routes import settings as settings_routes
 from api.state import ApiState
+from api.telemetry import metrics_router
 from memwarden.config import Settings
-from memwarden.stores.sql import SqlStore
+from memwarden.stores.sql import SqlStore, open_store
 
 
 def create_app(settings: Settings, *, temporal: Client | None = None, store: SqlStore | None = None) -> FastAPI:
@@ -25,7 +26,7 @@ def create_app(settings: Settings, *, temporal: Client | None = None, store: Sql
         from worker.temporal_client import connect
 
         own_store = store is None
-        sql = store or await SqlStore.open(settings.database_url or "")
+        sql = store or await open_store(settings)
         client = temporal or await connect(settings)
         app.state.mw = ApiState(settings=settings, store=sql, temporal=client)
         try:
@@ -46,4 +47,9 @@ def create_app(settings: Settings, *, temporal: Client | None = None, store: Sql
     app.include_router(memories.router)
     app.include_router(search.router)
     app.include_router(settings_routes.router)
+    app.include_router(audit.router)
+    app.include_router(codec.router)
+    if settings.metrics_enabled:
+        app.include_router(metrics_router)
+    app.add_middleware(codec.CodecCORSMiddleware, origins=settings.codec_cors_origins)
     return app

@@ -19,6 +19,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memwarden.policy.gate import GatePolicy
+from memwarden.stores.audit_signing import CheckpointSigner, CheckpointVerifier
 
 
 class Profile(StrEnum):
@@ -36,8 +37,15 @@ class CacheBackend(StrEnum):
     REDIS = "redis"
 
 
-SECRET_FIELDS = frozenset({"database_url", "qdrant_api_key", "redis_url", "auth_secret", "codec_key", "codec_old_keys"})
+SECRET_FIELDS = frozenset(
+    {"database_url", "qdrant_api_key", "redis_url", "auth_secret", "codec_key", "codec_old_keys", "audit_signing_key"}
+)
 """Settings whose values are credentials (or embed them): a Secret / env file, never a ConfigMap or a log."""
+
+
+class OtelExporter(StrEnum):
+    NONE = "none"
+    OTLP = "otlp"
 
 
 class Settings(BaseSettings):
@@ -91,6 +99,9 @@ class Settings(BaseSettings):
     temporal_tls_cert_file: Path | None = Field(default=None, description="PEM client certificate (mTLS).")
     temporal_tls_key_file: Path | None = Field(default=None, description="PEM client key (mTLS; a secret).")
     temporal_tls_server_name: str | None = Field(default=None, description="TLS server name, if not the host.")
+    temporal_ui_base_url: str | None = Field(
+        default=None, description="Temporal Web UI, for links to workflow histories; default 127.0.0.1:<ui port>."
+    )
 
     api_host: str = Field(default="127.0.0.1", description="API listen address (`memwarden api`: 0.0.0.0).")
     api_port: int = Field(default=8080, description="API listen port.")
@@ -126,6 +137,29 @@ class Settings(BaseSettings):
     default_page_size: int = Field(default=50, gt=0, description="`limit` of a listing that gives none.")
     max_query_chars: int = Field(default=2048, gt=0, description="Longest search query accepted.")
 
+    audit_signing_key: str | None = Field(
+        default=None,
+        description="base64 Ed25519 seed that signs audit checkpoints; embedded: a file in the data dir.",
+    )
+    audit_verify_keys: list[str] = Field(
+        default_factory=list,
+        description="base64 Ed25519 public keys of earlier signing keys, still trusted when verifying.",
+    )
+    audit_checkpoint_every: int = Field(default=256, gt=0, description="Sign the chain head every N events.")
+
+    otel_exporter: OtelExporter = Field(
+        default=OtelExporter.NONE, description="Where spans go: none (default) or otlp (OTLP over HTTP)."
+    )
+    otel_endpoint: str | None = Field(
+        default=None, description="OTLP traces endpoint; default the exporter's own (OTEL_EXPORTER_OTLP_* env)."
+    )
+    otel_service_name: str = Field(default="memwarden", description="service.name on exported spans and metrics.")
+    metrics_enabled: bool = Field(default=True, description="Serve Prometheus metrics at GET /metrics.")
+    codec_cors_origins: list[str] = Field(
+        default_factory=lambda: ["http://127.0.0.1:8233", "http://localhost:8233"],
+        description="Origins (the Temporal Web UI) allowed to call /codec/* from the browser.",
+    )
+
     workflow_timeout_seconds: float = Field(
         default=30.0, gt=0, description="How long the API waits for a workflow's answer."
     )
@@ -153,6 +187,8 @@ class Settings(BaseSettings):
                 raise ValueError("MEMWARDEN_AUTH_SECRET is required in the production profile")
             if not self.codec_key:
                 raise ValueError("MEMWARDEN_CODEC_KEY is required in the production profile")
+            if not self.audit_signing_key:
+                raise ValueError("MEMWARDEN_AUDIT_SIGNING_KEY is required in the production profile")
             if self.vector_backend is VectorBackend.QDRANT and not (self.qdrant_url or self.qdrant_location):
                 raise ValueError("MEMWARDEN_QDRANT_URL is required for the qdrant backend")
         return self
@@ -164,6 +200,10 @@ class Settings(BaseSettings):
             importance_threshold=self.importance_threshold,
             confirmation_window_seconds=self.confirmation_window_seconds,
         )
+
+    @property
+    def temporal_ui_url(self) -> str:
+        return self.temporal_ui_base_url or f"http://127.0.0.1:{self.temporal_ui_port}"
 
     @property
     def edge_path(self) -> Path:
@@ -192,6 +232,24 @@ class Settings(BaseSettings):
     def codec_old_key_bytes(self) -> list[bytes]:
         """Retired 32-byte codec keys, for decoding history sealed before a rotation."""
         return [_codec_key(raw) for raw in self.codec_old_keys]
+
+    @cached_property
+    def audit_signer(self) -> CheckpointSigner:
+        """Signs audit checkpoints; embedded profile creates its key once in the data dir (mode 0600).
+
+        Production takes it from MEMWARDEN_AUDIT_SIGNING_KEY: keep it where database writers cannot
+        read it, or they could re-sign a rebuilt chain.
+        """
+        seed = self.audit_signing_key or _secret_file(
+            self.data_dir / "audit-signing.key", CheckpointSigner.generate_base64
+        )
+        return CheckpointSigner.from_base64(seed)
+
+    @cached_property
+    def audit_verifier(self) -> CheckpointVerifier:
+        """The current signing key's public half plus every configured earlier one."""
+        verifier = CheckpointVerifier.from_base64([self.audit_signer.public_base64(), *self.audit_verify_keys])
+        return verifier
 
 
 def _codec_key(raw: str) -> bytes:

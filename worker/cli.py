@@ -54,6 +54,7 @@ def cmd_api(args: argparse.Namespace) -> int:
     import uvicorn
 
     from api.app import create_app
+    from memwarden import telemetry
 
     class GracefulServer(uvicorn.Server):
         """uvicorn that exits 0 after a SIGTERM/SIGINT drain, like the worker (uvicorn re-raises the signal)."""
@@ -68,6 +69,7 @@ def cmd_api(args: argparse.Namespace) -> int:
                     signal.signal(sig, handler)
 
     settings = _settings(args, api_port=args.port, api_host=args.host)
+    telemetry.setup(settings)
     config = uvicorn.Config(
         create_app(settings), host=settings.api_host, port=settings.api_port, log_level="warning", access_log=False
     )
@@ -92,6 +94,17 @@ def cmd_token(args: argparse.Namespace) -> int:
     )
     print(token)
     return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from worker.audit_cli import audit_pubkey, audit_show, audit_verify
+
+    settings = _settings(args)
+    if args.audit_command == "verify":
+        return asyncio.run(audit_verify(settings, as_json=args.json))
+    if args.audit_command == "show":
+        return asyncio.run(audit_show(settings, args.memory_id, tenant=args.tenant, as_json=args.json))
+    return audit_pubkey(settings)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -128,6 +141,19 @@ def parser() -> argparse.ArgumentParser:
     token.add_argument("--ttl", type=int)
     token.add_argument("--data-dir", default=os.environ.get("MEMWARDEN_DATA_DIR"))
     token.set_defaults(func=cmd_token)
+
+    audit = sub.add_parser("audit", help="verify the audit chain, or show one memory's history")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True)
+    verify = audit_sub.add_parser("verify", help="walk the chain and its signed checkpoints; exit 1 if broken")
+    show = audit_sub.add_parser("show", help="a memory's state over time, with the workflow ids behind it")
+    show.add_argument("memory_id")
+    show.add_argument("--tenant", help="the memory's tenant (default: every tenant holding that id)")
+    pubkey = audit_sub.add_parser("pubkey", help="print the public key that verifies audit checkpoints")
+    for p in (verify, show, pubkey):
+        p.add_argument("--data-dir", default=os.environ.get("MEMWARDEN_DATA_DIR"))
+    for p in (verify, show):
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+    audit.set_defaults(func=cmd_audit)
     return root
 
 

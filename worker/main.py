@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 
+from memwarden import telemetry
 from memwarden.config import Settings
 from worker.health import HealthServer
 from worker.runtime import build_worker, open_deps
@@ -16,6 +17,7 @@ async def run_worker(settings: Settings) -> None:
 
     With `worker_health_port` set, /healthz and /readyz listen there once the stores are open.
     """
+    telemetry.setup(settings)
     client = await connect(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -18,7 +18,7 @@ from memwarden import detect
 from memwarden.config import Settings
 from memwarden.embed import Embedder, default_embedder
 from memwarden.stores.cache import open_cache
-from memwarden.stores.sql import SqlStore
+from memwarden.stores.sql import open_store
 from memwarden.stores.vectors import open_index
 from memwarden.stores.vectors_edge import EdgeIndex
 from worker.sandbox import SANDBOX
@@ -28,7 +28,7 @@ from workflows import ALL_WORKFLOWS
 @asynccontextmanager
 async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> AsyncIterator[Deps]:
     """Migrate the store, open the index and cache; close them all on exit."""
-    store = await SqlStore.open(settings.database_url or "")
+    store = await open_store(settings)
     await store.migrate()
     index = open_index(settings)
     await index.ensure()

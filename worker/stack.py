@@ -16,6 +16,7 @@ from collections.abc import Iterator
 import uvicorn
 
 from api.app import create_app
+from memwarden import telemetry
 from memwarden.config import Settings
 from worker.devserver import DevServer
 from worker.runtime import build_worker, open_deps
@@ -62,6 +63,7 @@ async def up(settings: Settings, *, temporal_port: int, ui_port: int, headless: 
         loop.add_signal_handler(sig, stop.set)
     dev = DevServer(data_dir=settings.data_dir, port=temporal_port, ui_port=ui_port, headless=headless)
     await dev.start()
+    telemetry.setup(settings)
     try:
         client = await connect(settings)
         async with open_deps(settings) as deps:

@@ -10,10 +10,13 @@ import dataclasses
 from collections.abc import Mapping
 
 from temporalio.client import Client
+from temporalio.common import HeaderCodecBehavior
+from temporalio.contrib.opentelemetry import TracingInterceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
 from temporalio.service import TLSConfig
 
+from memwarden import telemetry
 from memwarden.config import Settings
 from worker.codec import AesGcmCodec, key_id
 
@@ -54,4 +57,9 @@ async def connect(settings: Settings, *, old_keys: Mapping[str, bytes] | None = 
         namespace=settings.temporal_namespace,
         data_converter=data_converter(settings, old_keys=old_keys),
         tls=tls_config(settings),
+        # Links API spans to workflow and activity spans (trace context travels in Temporal headers);
+        # workers built on this client inherit it.
+        interceptors=[TracingInterceptor(telemetry.tracer())],
+        # Headers (the trace context among them) are sealed by the codec like every other payload.
+        header_codec_behavior=HeaderCodecBehavior.CODEC,
     )

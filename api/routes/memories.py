@@ -17,6 +17,7 @@ from api.problems import Problem
 from api.routes.settings import memory_enabled
 from api.schemas import MemoryDetail, MemoryOut, MemoryPage, RememberOut
 from api.state import ApiState, Caller, State
+from api.telemetry import traced
 from memwarden.identity import Forbidden, Role, may_settle, read_filter, write_target
 from memwarden.records import (
     CandidateIn,
@@ -30,6 +31,7 @@ from memwarden.records import (
     Status,
     content_hash,
 )
+from memwarden.telemetry import CREATE_MEMORY
 from workflows.pending import PendingWriteWorkflow, pending_workflow_id
 from workflows.remember import RememberWorkflow
 
@@ -63,6 +65,7 @@ def _nul_field(value: object, path: str = "") -> str | None:
 
 
 @router.post("", response_model=RememberOut, status_code=200)
+@traced(CREATE_MEMORY)
 async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn, Body()]) -> RememberOut:
     settings = state.settings
     if len(candidate.content) > settings.max_content_chars:

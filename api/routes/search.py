@@ -13,15 +13,19 @@ from api.problems import Problem
 from api.routes.settings import memory_enabled
 from api.schemas import SearchIn, SearchOut, SearchResultOut
 from api.state import Caller, State
+from api.telemetry import traced
 from memwarden.identity import Role, read_filter
 from memwarden.policy.render import context_block, label
 from memwarden.records import Freshness, RetrieveInput, Status
+from memwarden.stores.audit import read_event
+from memwarden.telemetry import SEARCH_MEMORY
 from workflows.retrieve import RetrieveWorkflow
 
 router = APIRouter(prefix="/v1", tags=["search"])
 
 
 @router.post("/search", response_model=SearchOut)
+@traced(SEARCH_MEMORY)
 async def search(
     state: State, caller: Caller, body: Annotated[SearchIn, Body()], background: BackgroundTasks
 ) -> SearchOut:
@@ -70,6 +74,17 @@ async def search(
         )
         for r, f in entries
     ]
+    # Audited before answering, ids only: which memories this caller got and which were held back.
+    await state.store.append_audit(
+        read_event(
+            tenant_id=caller.tenant,
+            actor=caller.actor,
+            workflow_id=workflow_id,
+            returned=[r.id for r in records],
+            withheld=result.withheld,
+            consequence=body.consequence.value,
+        )
+    )
     if records:
         background.add_task(state.store.touch_last_used, caller.tenant, [r.id for r in records], now)
     return SearchOut(

@@ -13,6 +13,7 @@ import hashlib
 import json
 import uuid
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -21,6 +22,20 @@ from memwarden.records import POLICY_VERSION
 
 GENESIS_HASH = "0" * 64
 """The `prev_hash` of the first event in the chain."""
+
+
+class Operation(StrEnum):
+    """The operations audit events name (the field stays a string, so new ones need no migration)."""
+
+    CREATE = "create"
+    READ = "read"
+    UPDATE = "update"
+    DELETE = "delete"
+    DENY = "deny"
+    REVALIDATE = "revalidate"
+    CONFIRM = "confirm"
+    EXPIRE = "expire"
+
 
 FORBIDDEN_DETAIL_KEYS = frozenset({"content", "query"})
 """Keys that would carry what a user said; refused at any depth so content cannot slip into audit."""
@@ -111,3 +126,51 @@ def canonical_json(event: AuditEventIn) -> str:
 def chain_hash(prev_hash: str, event: AuditEventIn) -> str:
     """sha256(prev_hash + canonical JSON): the link that makes the log tamper-evident."""
     return hashlib.sha256((prev_hash + canonical_json(event)).encode("utf-8")).hexdigest()
+
+
+class AuditVerification(BaseModel):
+    """What walking the chain found: all good, or the first broken link and why."""
+
+    ok: bool
+    events: int
+    """Events verified before stopping (all of them when ok)."""
+    checkpoints: int
+    """Signed checkpoints verified before stopping."""
+    broken_seq: int | None = None
+    """seq of the first event (or checkpoint) that fails; None when ok."""
+    reason: str | None = None
+    """prev_hash_mismatch | hash_mismatch | checkpoint_hash_mismatch | checkpoint_count_mismatch |
+    checkpoint_sequence_broken | checkpoint_signature_invalid | checkpoint_unknown_key |
+    checkpoint_event_missing | events_missing_after_checkpoint | checkpoint_missing"""
+    last_good_checkpoint: int | None = None
+    """seq of the last checkpoint that verified: history up to it is as signed."""
+    head_seq: int | None = None
+    head_hash: str | None = None
+
+
+def read_event(
+    *,
+    tenant_id: str,
+    actor: str,
+    workflow_id: str,
+    returned: list[str],
+    withheld: list[dict[str, Any]],
+    consequence: str | None = None,
+) -> AuditEventIn:
+    """The audit event for one search: which memories were returned and withheld, by id only.
+
+    Its id derives from the workflow id, so recording it twice (a retried request) is a no-op.
+    """
+    return AuditEventIn(
+        id=f"read:{workflow_id}"[:64],
+        tenant_id=tenant_id,
+        actor=actor,
+        operation=Operation.READ,
+        reason="search",
+        workflow_id=workflow_id,
+        details={
+            "returned": list(returned),
+            "withheld": [{"memory_id": str(w.get("memory_id")), "reason": str(w.get("reason"))} for w in withheld],
+            "consequence": consequence,
+        },
+    )

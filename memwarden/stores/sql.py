@@ -16,6 +16,7 @@ import asyncio
 import base64
 import binascii
 import json
+import logging
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
@@ -34,6 +35,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.sql.elements import ColumnElement
 
+from memwarden.config import Settings
 from memwarden.records import (
     MemoryRecord,
     NamespaceClause,
@@ -42,8 +44,11 @@ from memwarden.records import (
     check_transition,
     sensitivity_rank,
 )
-from memwarden.stores.audit import GENESIS_HASH, AuditEvent, AuditEventIn, chain_hash
-from memwarden.stores.sql_models import audit_events, candidates, memories, owner_settings
+from memwarden.stores.audit import GENESIS_HASH, AuditEvent, AuditEventIn, AuditVerification, chain_hash
+from memwarden.stores.audit_signing import Checkpoint, CheckpointSigner, CheckpointVerifier
+from memwarden.stores.sql_models import audit_checkpoints, audit_events, candidates, memories, owner_settings
+
+_log = logging.getLogger("memwarden.audit")
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
@@ -79,17 +84,31 @@ class ConcurrencyConflict(Exception):
 class SqlStore:
     """Async repository over the durable store; open with `SqlStore.open(url)`, then `migrate()`."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(
+        self, engine: AsyncEngine, *, audit_signer: CheckpointSigner | None = None, checkpoint_every: int = 256
+    ) -> None:
+        if checkpoint_every < 1:
+            raise ValueError("checkpoint_every must be at least 1")
         self._engine = engine
+        self._signer = audit_signer
+        self._checkpoint_every = checkpoint_every
 
     # -- lifecycle -------------------------------------------------------------------------
 
     @classmethod
-    async def open(cls, url: str, *, schema: str | None = None) -> SqlStore:
+    async def open(
+        cls,
+        url: str,
+        *,
+        schema: str | None = None,
+        audit_signer: CheckpointSigner | None = None,
+        checkpoint_every: int = 256,
+    ) -> SqlStore:
         """Create the engine for an async URL (sqlite+aiosqlite or postgresql+asyncpg).
 
         `schema` (PostgreSQL only) puts every table in that schema via the search_path: tests
-        use it for isolation, deployments may use it to share a database.
+        use it for isolation, deployments may use it to share a database. `audit_signer` signs a
+        checkpoint of the audit chain head every `checkpoint_every` events.
         """
         sa_url = make_url(url)
         backend = sa_url.get_backend_name()
@@ -121,7 +140,7 @@ class SqlStore:
             )
         else:
             raise ValueError(f"unsupported database backend: {backend}")
-        return cls(engine)
+        return cls(engine, audit_signer=audit_signer, checkpoint_every=checkpoint_every)
 
     @property
     def engine(self) -> AsyncEngine:
@@ -522,50 +541,175 @@ class SqlStore:
 
         Appends are serialized (SQLite write lock, PostgreSQL advisory transaction lock), so the
         previous hash read here is still the last one when this row lands: the chain never forks.
-        An id already in the chain is not appended again (retried activities).
+        An id already in the chain is not appended again (retried activities). With a signer, the
+        head is checkpointed in the same transaction once `checkpoint_every` events have passed
+        since the last checkpoint.
         """
         a = audit_events.c
         async with self._write() as conn:
-            if self.dialect == "postgresql":
-                await conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _AUDIT_LOCK_KEY})
+            await self._lock_audit(conn)
             if await conn.scalar(sa.select(a.seq).where(a.id == event.id)) is not None:
                 return event.id
             prev = await conn.scalar(sa.select(a.hash).order_by(a.seq.desc()).limit(1))
             prev_hash = prev or GENESIS_HASH
-            await conn.execute(
-                sa.insert(audit_events).values(
-                    **{f: getattr(event, f) for f in _AUDIT_FIELDS},
-                    prev_hash=prev_hash,
-                    hash=chain_hash(prev_hash, event),
-                )
+            head_hash = chain_hash(prev_hash, event)
+            seq = await conn.scalar(
+                sa.insert(audit_events)
+                .values(**{f: getattr(event, f) for f in _AUDIT_FIELDS}, prev_hash=prev_hash, hash=head_hash)
+                .returning(a.seq)
             )
+            if self._signer is not None:
+                last = await conn.scalar(sa.select(sa.func.max(audit_checkpoints.c.seq)))
+                if int(seq) - int(last or 0) >= self._checkpoint_every:
+                    await self._write_checkpoint(conn, int(seq), head_hash, int(last or 0))
         return event.id
 
+    async def _lock_audit(self, conn: AsyncConnection) -> None:
+        """Serialize chain appends: PostgreSQL's advisory lock (SQLite already holds its write lock)."""
+        if self.dialect == "postgresql":
+            await conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _AUDIT_LOCK_KEY})
+
+    async def _write_checkpoint(self, conn: AsyncConnection, seq: int, head_hash: str, prev_seq: int) -> Checkpoint:
+        assert self._signer is not None
+        # Counted incrementally (the previous checkpoint's count plus the events since), so a
+        # checkpoint costs O(interval), not O(chain), while the chain lock is held.
+        a, c = audit_events.c, audit_checkpoints.c
+        before = 0
+        if prev_seq:
+            before = int(await conn.scalar(sa.select(c.event_count).where(c.seq == prev_seq)) or 0)
+        since = await conn.scalar(
+            sa.select(sa.func.count()).select_from(audit_events).where(a.seq > prev_seq, a.seq <= seq)
+        )
+        count = before + int(since or 0)
+        checkpoint = self._signer.sign(seq=seq, head_hash=head_hash, event_count=count, prev_seq=prev_seq, at=_utcnow())
+        await conn.execute(sa.insert(audit_checkpoints).values(**checkpoint.model_dump()))
+        # Logged (hashes only) so the newest signed head also lives outside the database: shipping
+        # these lines elsewhere anchors the tail that a database writer could otherwise truncate.
+        _log.info(
+            "audit checkpoint seq=%d head=%s count=%d key=%s sig=%s",
+            seq,
+            head_hash,
+            count,
+            checkpoint.key_id,
+            checkpoint.signature,
+        )
+        return checkpoint
+
+    async def checkpoint_audit(self) -> Checkpoint | None:
+        """Sign the current head now (None without a signer, or when the head is already signed)."""
+        if self._signer is None:
+            return None
+        a, c = audit_events.c, audit_checkpoints.c
+        async with self._write() as conn:
+            await self._lock_audit(conn)
+            head = (await conn.execute(sa.select(a.seq, a.hash).order_by(a.seq.desc()).limit(1))).first()
+            last = int(await conn.scalar(sa.select(sa.func.max(c.seq))) or 0)
+            if head is None or int(head.seq) == last:
+                return None
+            return await self._write_checkpoint(conn, int(head.seq), head.hash, last)
+
+    async def list_checkpoints(self, *, limit: int = 100) -> list[Checkpoint]:
+        """The newest checkpoints first (for operators and tests)."""
+        c = audit_checkpoints.c
+        async with self._read() as conn:
+            rows = (await conn.execute(sa.select(audit_checkpoints).order_by(c.seq.desc()).limit(limit))).mappings()
+            return [Checkpoint.model_validate(dict(row)) for row in rows]
+
     async def list_audit(
-        self, tenant_id: str, *, memory_id: str | None = None, limit: int, cursor: str | None
+        self,
+        tenant_id: str,
+        *,
+        memory_id: str | None = None,
+        deletion_id: str | None = None,
+        actor: str | None = None,
+        operation: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        oldest_first: bool = False,
+        limit: int,
+        cursor: str | None,
     ) -> tuple[list[AuditEvent], str | None]:
-        """A tenant's events, newest first, optionally for one memory; opaque keyset cursor."""
+        """A tenant's events, newest first (or oldest first), filtered; opaque keyset cursor.
+
+        `since` is inclusive and `until` exclusive (`at` is the time the event was recorded). A
+        cursor is only valid with the ordering that produced it.
+        """
         if limit < 1:
             raise ValueError("limit")
-        before = _decode_audit_cursor(cursor) if cursor is not None else None
+        after = _decode_audit_cursor(cursor, oldest_first) if cursor is not None else None
         a = audit_events.c
         stmt = sa.select(audit_events).where(a.tenant_id == tenant_id)
-        if memory_id is not None:
-            stmt = stmt.where(a.memory_id == memory_id)
-        if before is not None:
-            stmt = stmt.where(a.seq < before)
-        stmt = stmt.order_by(a.seq.desc()).limit(limit + 1)
+        for column, value in ((a.memory_id, memory_id), (a.deletion_id, deletion_id), (a.actor, actor)):
+            if value is not None:
+                stmt = stmt.where(column == value)
+        if operation is not None:
+            stmt = stmt.where(a.operation == operation)
+        if since is not None:
+            stmt = stmt.where(a.at >= since)
+        if until is not None:
+            stmt = stmt.where(a.at < until)
+        if after is not None:
+            stmt = stmt.where(a.seq > after if oldest_first else a.seq < after)
+        stmt = stmt.order_by(a.seq.asc() if oldest_first else a.seq.desc()).limit(limit + 1)
         async with self._read() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
         page = [AuditEvent.model_validate(dict(row)) for row in rows[:limit]]
-        next_cursor = _encode_cursor({"s": page[-1].seq}) if len(rows) > limit else None
+        next_cursor = None
+        if len(rows) > limit:
+            next_cursor = _encode_cursor({"s": page[-1].seq, "o": "a"} if oldest_first else {"s": page[-1].seq})
         return page, next_cursor
 
-    async def verify_audit(self) -> tuple[bool, int | None]:
-        """Recompute the whole chain: (True, None), or (False, seq of the first event that fails)."""
+    async def audit_tenants_of(self, memory_id: str) -> list[str]:
+        """Which tenants have events for this memory id (the CLI's `audit show` without --tenant)."""
         a = audit_events.c
+        async with self._read() as conn:
+            rows = await conn.execute(sa.select(a.tenant_id).where(a.memory_id == memory_id).distinct())
+            return sorted(r[0] for r in rows)
+
+    async def verify_audit(self) -> tuple[bool, int | None]:
+        """Recompute the whole chain: (True, None), or (False, seq of the first event that fails).
+
+        Links only; `verify_audit_chain` also checks the signed checkpoints.
+        """
+        result = await self.verify_audit_chain(None)
+        return result.ok, result.broken_seq
+
+    async def verify_audit_chain(
+        self, verifier: CheckpointVerifier | None, *, require_every: int | None = None
+    ) -> AuditVerification:
+        """Walk every event and every checkpoint in order; name the first broken link.
+
+        Links: each event's `prev_hash` is the previous event's `hash`, and its `hash` is
+        recomputed from its canonical form. Checkpoints (when `verifier` is given): each one ends
+        at an existing event whose hash it names, counts the events up to it, points at the
+        checkpoint before it, and carries a valid signature from a known key. `require_every`
+        also fails a chain whose newest events went longer than that without a checkpoint (a
+        deleted checkpoint, or a writer that bypassed the signer).
+        """
+        a = audit_events.c
+        checkpoints: list[Checkpoint] = []
+        if verifier is not None:
+            async with self._read() as conn:
+                rows = (await conn.execute(sa.select(audit_checkpoints).order_by(audit_checkpoints.c.seq))).mappings()
+                checkpoints = [Checkpoint.model_validate(dict(row)) for row in rows]
+        pending = iter(checkpoints)
+        next_cp = next(pending, None)
+        prev_cp_seq = 0
+        checked_cps = 0
         prev_hash = GENESIS_HASH
         last_seq = 0
+        count = 0
+
+        def broken(seq: int, reason: str) -> AuditVerification:
+            return AuditVerification(
+                ok=False,
+                events=count,
+                checkpoints=checked_cps,
+                broken_seq=seq,
+                reason=reason,
+                last_good_checkpoint=prev_cp_seq or None,
+            )
+
         async with self._read() as conn:
             while True:
                 rows = (
@@ -573,16 +717,62 @@ class SqlStore:
                         sa.select(audit_events).where(a.seq > last_seq).order_by(a.seq).limit(_VERIFY_BATCH)
                     )
                 ).mappings()
-                count = 0
+                batch = 0
                 for row in rows:
-                    count += 1
+                    batch += 1
+                    seq = int(row["seq"])
+                    if next_cp is not None and next_cp.seq < seq:
+                        return broken(next_cp.seq, "checkpoint_event_missing")
                     stored = AuditEventIn.model_construct(**{f: row[f] for f in _AUDIT_FIELDS})
-                    if row["prev_hash"] != prev_hash or row["hash"] != chain_hash(prev_hash, stored):
-                        return False, int(row["seq"])
+                    if row["prev_hash"] != prev_hash:
+                        return broken(seq, "prev_hash_mismatch")
+                    if row["hash"] != chain_hash(prev_hash, stored):
+                        return broken(seq, "hash_mismatch")
+                    count += 1
                     prev_hash = row["hash"]
-                    last_seq = int(row["seq"])
-                if count < _VERIFY_BATCH:
-                    return True, None
+                    last_seq = seq
+                    if next_cp is not None and next_cp.seq == seq:
+                        reason = _checkpoint_problem(next_cp, row["hash"], count, prev_cp_seq, verifier)
+                        if reason is not None:
+                            return broken(seq, reason)
+                        checked_cps += 1
+                        prev_cp_seq = seq
+                        next_cp = next(pending, None)
+                if batch < _VERIFY_BATCH:
+                    break
+        if next_cp is not None:
+            return broken(next_cp.seq, "events_missing_after_checkpoint")
+        if require_every is not None and verifier is not None and last_seq - prev_cp_seq > require_every:
+            return broken(last_seq, "checkpoint_missing")
+        return AuditVerification(
+            ok=True,
+            events=count,
+            checkpoints=checked_cps,
+            head_seq=last_seq or None,
+            head_hash=prev_hash if count else None,
+            last_good_checkpoint=prev_cp_seq or None,
+        )
+
+
+def _checkpoint_problem(
+    checkpoint: Checkpoint, head_hash: str, count: int, prev_seq: int, verifier: CheckpointVerifier | None
+) -> str | None:
+    if checkpoint.head_hash != head_hash:
+        return "checkpoint_hash_mismatch"
+    if checkpoint.event_count != count:
+        return "checkpoint_count_mismatch"
+    if checkpoint.prev_seq != prev_seq:
+        return "checkpoint_sequence_broken"
+    return verifier.check(checkpoint) if verifier is not None else None
+
+
+async def open_store(settings: Settings) -> SqlStore:
+    """The store as the API, the worker and the CLI open it: with the settings' audit signer."""
+    return await SqlStore.open(
+        settings.database_url or "",
+        audit_signer=settings.audit_signer,
+        checkpoint_every=settings.audit_checkpoint_every,
+    )
 
 
 # -- the ReadFilter in SQL -------------------------------------------------------------------
@@ -764,9 +954,12 @@ def _decode_memory_cursor(cursor: str) -> tuple[datetime, str]:
     return at, memory_id
 
 
-def _decode_audit_cursor(cursor: str) -> int:
+def _decode_audit_cursor(cursor: str, oldest_first: bool = False) -> int:
     payload = _decode_cursor(cursor)
     seq = payload.get("s")
-    if set(payload) != {"s"} or not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+    expected = {"s", "o"} if oldest_first else {"s"}
+    if set(payload) != expected or (oldest_first and payload.get("o") != "a"):
+        raise ValueError("cursor")
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
         raise ValueError("cursor")
     return seq

@@ -147,8 +147,23 @@ audit_events = sa.Table(
     sa.Column("hash", sa.String(64), nullable=False),
     sa.Index(None, "tenant_id", "seq"),
     sa.Index(None, "tenant_id", "memory_id", "seq"),
+    sa.Index(None, "tenant_id", "deletion_id"),
+    sa.Index(None, "tenant_id", "actor", "seq"),
     sqlite_autoincrement=True,  # seq is never reused, even if the last row were removed
 )
+
+audit_checkpoints = sa.Table(
+    "audit_checkpoints",
+    metadata,
+    sa.Column("seq", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=False),
+    sa.Column("head_hash", sa.String(64), nullable=False),
+    sa.Column("event_count", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
+    sa.Column("prev_seq", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
+    sa.Column("at", UTCDateTime(), nullable=False),
+    sa.Column("key_id", sa.String(32), nullable=False),
+    sa.Column("signature", sa.String(128), nullable=False),
+)
+"""Signed chain heads (see stores/audit_signing.py): `seq` is the audit event the checkpoint ends at."""
 
 deletions = sa.Table(
     "deletions",

@@ -30,7 +30,13 @@ def test_every_setting_has_a_row_and_a_description() -> None:
 
 
 def test_required_settings_are_discovered_from_the_validator() -> None:
-    assert config_doc.production_required() == ["database_url", "auth_secret", "codec_key", "qdrant_url"]
+    assert config_doc.production_required() == [
+        "database_url",
+        "auth_secret",
+        "codec_key",
+        "audit_signing_key",
+        "qdrant_url",
+    ]
 
 
 def test_the_reference_does_not_depend_on_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

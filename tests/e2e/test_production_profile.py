@@ -108,6 +108,7 @@ def stack(
         "MEMWARDEN_TEMPORAL_TASK_QUEUE": f"memwarden-prod-e2e-{uuid.uuid4().hex[:8]}",
         "MEMWARDEN_AUTH_SECRET": secrets.token_urlsafe(48),
         "MEMWARDEN_CODEC_KEY": base64.b64encode(secrets.token_bytes(32)).decode(),
+        "MEMWARDEN_AUDIT_SIGNING_KEY": base64.b64encode(secrets.token_bytes(32)).decode(),
         # No data dir exists in production: point it somewhere that must stay empty.
         "MEMWARDEN_DATA_DIR": str(workdir / "no-data-dir"),
     }

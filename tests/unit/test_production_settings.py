@@ -109,13 +109,14 @@ def test_secret_fields_are_settings() -> None:
     assert set(SECRET_FIELDS) <= set(Settings.model_fields)
 
 
-@pytest.mark.parametrize("missing", ["database_url", "auth_secret", "codec_key"])
+@pytest.mark.parametrize("missing", ["database_url", "auth_secret", "codec_key", "audit_signing_key"])
 def test_production_refuses_to_start_without_a_required_setting(missing: str) -> None:
     values = {
         "profile": "production",
         "database_url": "postgresql+asyncpg://db/memwarden",
         "auth_secret": "s" * 48,
         "codec_key": _b64(os.urandom(32)),
+        "audit_signing_key": _b64(os.urandom(32)),
         "qdrant_url": "http://qdrant:6333",
     }
     _settings(**values)

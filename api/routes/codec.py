@@ -1,0 +1,187 @@
+"""`POST /codec/decode` and `/codec/encode`: the Temporal UI's codec-server protocol, for operators.
+
+Workflow history holds only ciphertext (worker/codec.py). An operator who must read a history as
+audit evidence points the Temporal Web UI (or `temporal workflow show --codec-endpoint`) at this
+endpoint; it decrypts with the same `AesGcmCodec` the worker uses. The protocol: a JSON body
+`{"payloads": [{"metadata": {"encoding": "<base64>"}, "data": "<base64>"}]}` (the protobuf JSON of
+`temporal.api.common.v1.Payloads`), answered in the same shape.
+
+Who: the `operator` role only, by bearer token; either in the `Authorization` header (the CLI's
+`--codec-auth`, or the UI's "pass access token"), or in the path, `/codec/t/<token>/decode`, for the
+browser UI, which cannot add headers of its own. Every decode is audited (counts, never payloads).
+The browser calls from the UI's origin, so CORS is allowed for `codec_cors_origins` on `/codec/` only.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Header, Request
+from google.protobuf import json_format
+from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp, Receive, Scope, Send
+from temporalio.api.common.v1 import Payloads
+
+from api.problems import Problem
+from api.state import State, get_principal
+from memwarden.identity import AuthError, Principal, Role, verify_token
+from memwarden.stores.audit import AuditEventIn
+from worker.codec import AesGcmCodec, CodecError, key_id
+
+router = APIRouter(prefix="/codec", tags=["codec"])
+
+MAX_PAYLOADS = 256
+_UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
+
+
+def _operator(request: Request, state: State, path_token: str | None) -> Principal:
+    if path_token is not None:
+        try:
+            principal = verify_token(path_token, state.settings.auth_secret_value, issuer=state.settings.auth_issuer)
+        except AuthError:
+            raise Problem(
+                401, "invalid_token", "the token is invalid or expired", field="token", headers=_UNAUTHORIZED
+            ) from None
+    else:
+        principal = get_principal(request, state)
+    if principal.role is not Role.OPERATOR:
+        raise Problem(403, "forbidden_role", f"role {principal.role.value} may not decode workflow payloads")
+    return principal
+
+
+def _is_b64(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+def _strict_base64(item: dict[str, Any]) -> bool:
+    """protobuf's JSON parser forgives bad base64 (it decodes '%%%' to nothing); the protocol does not."""
+    metadata = item.get("metadata", {})
+    if "data" in item and not _is_b64(item["data"]):
+        return False
+    return isinstance(metadata, dict) and all(_is_b64(v) for v in metadata.values())
+
+
+def _parse(body: Any) -> Payloads:
+    if not isinstance(body, dict) or not isinstance(body.get("payloads"), list):
+        raise Problem(422, "validation_failed", 'body must be {"payloads": [...]}', field="payloads")
+    if len(body["payloads"]) > MAX_PAYLOADS:
+        raise Problem(422, "validation_failed", f"at most {MAX_PAYLOADS} payloads per request", field="payloads")
+    for item in body["payloads"]:
+        if not isinstance(item, dict) or not _strict_base64(item):
+            raise Problem(422, "validation_failed", "payload data and metadata must be base64", field="payloads")
+    try:
+        return json_format.ParseDict(body, Payloads(), ignore_unknown_fields=False)
+    except json_format.ParseError:
+        raise Problem(422, "validation_failed", "payloads are not Temporal Payloads JSON", field="payloads") from None
+
+
+_CODECS: dict[bytes, AesGcmCodec] = {}
+
+
+def _codec(state: State) -> AesGcmCodec:
+    """The worker's codec: the current key, and the retired ones so history from before a rotation decodes."""
+    settings = state.settings
+    key = settings.codec_key_bytes
+    old = settings.codec_old_key_bytes
+    cache_key = key + b"".join(old)
+    if cache_key not in _CODECS:
+        _CODECS[cache_key] = AesGcmCodec(key, {key_id(k): k for k in old})
+    return _CODECS[cache_key]
+
+
+async def _run(state: State, principal: Principal, body: Any, op: str, namespace: str | None) -> dict[str, Any]:
+    payloads = _parse(body)
+    codec = _codec(state)
+    try:
+        if op == "decode":
+            out = await codec.decode(list(payloads.payloads))
+        else:
+            out = await codec.encode(list(payloads.payloads))
+    except CodecError as exc:
+        raise Problem(422, "undecodable_payload", str(exc), field="payloads") from None
+    if op == "decode":
+        await state.store.append_audit(
+            AuditEventIn(
+                tenant_id=principal.tenant,
+                actor=principal.actor,
+                operation="codec_decode",
+                reason="operator_read_history",
+                details={"payloads": len(out), "temporal_namespace": namespace},
+            )
+        )
+    return json_format.MessageToDict(Payloads(payloads=out))
+
+
+@router.post("/decode")
+async def decode(
+    request: Request,
+    state: State,
+    body: Annotated[Any, Body()],
+    x_namespace: Annotated[str | None, Header(max_length=256)] = None,
+) -> dict[str, Any]:
+    principal = _operator(request, state, None)
+    return await _run(state, principal, body, "decode", x_namespace)
+
+
+@router.post("/encode")
+async def encode(
+    request: Request,
+    state: State,
+    body: Annotated[Any, Body()],
+    x_namespace: Annotated[str | None, Header(max_length=256)] = None,
+) -> dict[str, Any]:
+    principal = _operator(request, state, None)
+    return await _run(state, principal, body, "encode", x_namespace)
+
+
+@router.post("/t/{token}/decode", include_in_schema=False)
+async def decode_with_path_token(
+    token: str,
+    request: Request,
+    state: State,
+    body: Annotated[Any, Body()],
+    x_namespace: Annotated[str | None, Header(max_length=256)] = None,
+) -> dict[str, Any]:
+    principal = _operator(request, state, token)
+    return await _run(state, principal, body, "decode", x_namespace)
+
+
+@router.post("/t/{token}/encode", include_in_schema=False)
+async def encode_with_path_token(
+    token: str,
+    request: Request,
+    state: State,
+    body: Annotated[Any, Body()],
+    x_namespace: Annotated[str | None, Header(max_length=256)] = None,
+) -> dict[str, Any]:
+    principal = _operator(request, state, token)
+    return await _run(state, principal, body, "encode", x_namespace)
+
+
+class CodecCORSMiddleware:
+    """CORS for `/codec/` only (the Temporal UI calls from its own origin); other routes stay same-origin."""
+
+    def __init__(self, app: ASGIApp, origins: list[str]) -> None:
+        self.app = app
+        self.cors = CORSMiddleware(
+            app,
+            allow_origins=origins,
+            allow_methods=["POST", "OPTIONS"],
+            allow_headers=["Content-Type", "Authorization", "X-Namespace"],
+            allow_credentials=True,
+            max_age=600,
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("path", "").startswith("/codec/"):
+            await self.cors(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
