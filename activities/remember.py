@@ -12,6 +12,7 @@ import asyncio
 import uuid
 from collections import OrderedDict
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -118,8 +119,8 @@ class RememberActivities:
             self._vectors.move_to_end(text_hash)
         return cached
 
-    async def _audit(
-        self,
+    @staticmethod
+    def _event(
         c: RememberInput,
         operation: str,
         reason: str,
@@ -128,21 +129,22 @@ class RememberActivities:
         actor: str | None = None,
         hash_after: str | None = None,
         **details: object,
-    ) -> None:
-        await self.deps.store.append_audit(
-            AuditEventIn(
-                id=audit_id(operation, memory_id or c.memory_id),
-                tenant_id=c.tenant_id,
-                actor=actor or c.actor,
-                operation=operation,
-                memory_id=memory_id,
-                namespace=namespace_label(c),
-                reason=reason,
-                workflow_id=activity.info().workflow_id,
-                hash_after=hash_after,
-                details={"content_hash": c.content_hash, "type": c.type.value, **details},
-            )
+    ) -> AuditEventIn:
+        return AuditEventIn(
+            id=audit_id(operation, memory_id or c.memory_id),
+            tenant_id=c.tenant_id,
+            actor=actor or c.actor,
+            operation=operation,
+            memory_id=memory_id,
+            namespace=namespace_label(c),
+            reason=reason,
+            workflow_id=activity.info().workflow_id,
+            hash_after=hash_after,
+            details={"content_hash": c.content_hash, "type": c.type.value, **details},
         )
+
+    async def _audit(self, c: RememberInput, operation: str, reason: str, memory_id: str | None, **kw: Any) -> None:
+        await self.deps.store.append_audit(self._event(c, operation, reason, memory_id, **kw))
 
     async def _content(self, c: RememberInput) -> str:
         """The parked content; after a replayed commit it is gone, and the stored row speaks for it."""
@@ -237,10 +239,37 @@ class RememberActivities:
             updated_at=now,
         )
 
-    async def _go_live(self, ci: CommitInput, record: MemoryRecord) -> RememberResult:
-        """Durable store (superseding the slot's holder), then index, then cache invalidation."""
+    async def _go_live(
+        self, ci: CommitInput, record: MemoryRecord, *, operation: str | None = None, actor: str | None = None
+    ) -> RememberResult:
+        """Durable store (superseding the slot's holder, with its audit event and the claim check dropped in
+        the same transaction), then index, then cache invalidation."""
         c = ci.candidate
-        live, superseded = await self.deps.store.commit_live(record, idempotency_key=c.idempotency_key)
+
+        def outcome(live: MemoryRecord) -> tuple[Decision, str]:
+            decision = Decision.UPDATE if live.supersedes else Decision.ADD
+            if decision is Decision.ADD and ci.reason == "slot_value_changed":
+                return decision, "accepted"  # the holder went away between the gate and the commit
+            return decision, ci.reason
+
+        def event(live: MemoryRecord) -> AuditEventIn:
+            decision, reason = outcome(live)
+            op = operation or ("create" if decision is Decision.ADD else "update")
+            return self._event(
+                c,
+                op,
+                reason,
+                live.id,
+                actor=actor,
+                hash_after=live.content_hash,
+                supersedes=live.supersedes,
+                decision=decision.value,
+                redacted=sorted(ci.redact),
+            )
+
+        live, superseded = await self.deps.store.commit_live(
+            record, idempotency_key=c.idempotency_key, audit=event, drop_candidate=c.candidate_ref
+        )
         if live.content is not None and live.status in LIVE:
             dense = await self._vector(live.content, live.content_hash)
             await self.deps.index.upsert([index_point(live, dense)])
@@ -248,10 +277,7 @@ class RememberActivities:
             await self.deps.index.set_status([superseded], Status.SUPERSEDED)
         for prefix in invalidation_prefixes(live.tenant_id, live.scope, live.owner_id):
             await self.deps.cache.delete_prefix(prefix)
-        decision = Decision.UPDATE if live.supersedes else Decision.ADD
-        reason = ci.reason
-        if decision is Decision.ADD and reason == "slot_value_changed":
-            reason = "accepted"  # the holder went away between the gate and the commit
+        decision, reason = outcome(live)
         return RememberResult(decision=decision, reason=reason, memory_id=live.id, supersedes=live.supersedes)
 
     @activity.defn(name=COMMIT_GATED)
@@ -266,20 +292,7 @@ class RememberActivities:
             if content is None:
                 raise candidate_gone(c.memory_id)
             record = self._record(ci, content, Status.ACTIVE, datetime.now(UTC))
-        result = await self._go_live(ci, record)
-        operation = "create" if result.decision is Decision.ADD else "update"
-        await self._audit(
-            c,
-            operation,
-            result.reason,
-            result.memory_id,
-            hash_after=record.content_hash,
-            supersedes=result.supersedes,
-            decision=result.decision.value,
-            redacted=sorted(ci.redact),
-        )
-        await self.deps.store.delete_candidate(c.candidate_ref)
-        return result
+        return await self._go_live(ci, record)
 
     @activity.defn(name=STAGE_MEMORY)
     async def stage_memory(self, ci: CommitInput) -> RememberResult:
@@ -325,18 +338,9 @@ class RememberActivities:
                     "expires_at": now + lifetime if lifetime else None,
                 }
             )
-            result = await self._go_live(ci.model_copy(update={"reason": "confirmed"}), record)
-            await self._audit(
-                c,
-                "confirm",
-                "confirmed",
-                c.memory_id,
-                actor=request.actor,
-                hash_after=current.content_hash,
-                decision=result.decision.value,
-                supersedes=result.supersedes,
+            return await self._go_live(
+                ci.model_copy(update={"reason": "confirmed"}), record, operation="confirm", actor=request.actor
             )
-            return result
         reason = "declined" if request.action is SettleAction.DECLINE else "confirmation_window_passed"
         if current.status is Status.PENDING:
             await store.reject_pending(c.tenant_id, c.memory_id, datetime.now(UTC))

@@ -18,7 +18,7 @@ import binascii
 import json
 import logging
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from enum import Enum
@@ -289,9 +289,17 @@ class SqlStore:
         return _row_to_record(row) if row is not None else None
 
     async def commit_live(
-        self, record: MemoryRecord, *, idempotency_key: str | None = None
+        self,
+        record: MemoryRecord,
+        *,
+        idempotency_key: str | None = None,
+        audit: Callable[[MemoryRecord], AuditEventIn] | None = None,
+        drop_candidate: str | None = None,
     ) -> tuple[MemoryRecord, str | None]:
         """Make `record` the live memory, superseding whoever holds its slot now; one transaction.
+
+        In the same transaction: the audit event `audit(live row)` is appended and the claim-checked
+        content `drop_candidate` deleted, so a commit is never stored without its event, or the other way.
 
         Returns the live row and the id it superseded. Idempotent: a record already committed (by id
         or idempotency key) is returned as it is. A pending row with this id is promoted in place.
@@ -307,6 +315,8 @@ class SqlStore:
                 if existing is None and idempotency_key is not None:
                     existing = await _select_by_key(conn, record.tenant_id, idempotency_key)
                 if existing is not None and existing.status is not Status.PENDING:
+                    if drop_candidate is not None:
+                        await conn.execute(sa.delete(candidates).where(candidates.c.ref == drop_candidate))
                     return existing, existing.supersedes
                 superseded: str | None = None
                 key = live_slot_key(record)
@@ -349,6 +359,11 @@ class SqlStore:
                     values["idempotency_key"] = idempotency_key
                     await conn.execute(sa.insert(memories).values(**values))
                 stored = await _select_memory(conn, record.tenant_id, record.id)
+                assert stored is not None
+                if audit is not None:
+                    await self._append_audit(conn, audit(stored))
+                if drop_candidate is not None:
+                    await conn.execute(sa.delete(candidates).where(candidates.c.ref == drop_candidate))
         except IntegrityError as exc:
             raise ConcurrencyConflict(record.id, None, None) from exc
         assert stored is not None
@@ -545,24 +560,28 @@ class SqlStore:
         head is checkpointed in the same transaction once `checkpoint_every` events have passed
         since the last checkpoint.
         """
-        a = audit_events.c
         async with self._write() as conn:
-            await self._lock_audit(conn)
-            if await conn.scalar(sa.select(a.seq).where(a.id == event.id)) is not None:
-                return event.id
-            prev = await conn.scalar(sa.select(a.hash).order_by(a.seq.desc()).limit(1))
-            prev_hash = prev or GENESIS_HASH
-            head_hash = chain_hash(prev_hash, event)
-            seq = await conn.scalar(
-                sa.insert(audit_events)
-                .values(**{f: getattr(event, f) for f in _AUDIT_FIELDS}, prev_hash=prev_hash, hash=head_hash)
-                .returning(a.seq)
-            )
-            if self._signer is not None:
-                last = await conn.scalar(sa.select(sa.func.max(audit_checkpoints.c.seq)))
-                if int(seq) - int(last or 0) >= self._checkpoint_every:
-                    await self._write_checkpoint(conn, int(seq), head_hash, int(last or 0))
+            await self._append_audit(conn, event)
         return event.id
+
+    async def _append_audit(self, conn: AsyncConnection, event: AuditEventIn) -> None:
+        """`append_audit` inside a transaction the caller holds (so a change and its event land together)."""
+        a = audit_events.c
+        await self._lock_audit(conn)
+        if await conn.scalar(sa.select(a.seq).where(a.id == event.id)) is not None:
+            return
+        prev = await conn.scalar(sa.select(a.hash).order_by(a.seq.desc()).limit(1))
+        prev_hash = prev or GENESIS_HASH
+        head_hash = chain_hash(prev_hash, event)
+        seq = await conn.scalar(
+            sa.insert(audit_events)
+            .values(**{f: getattr(event, f) for f in _AUDIT_FIELDS}, prev_hash=prev_hash, hash=head_hash)
+            .returning(a.seq)
+        )
+        if self._signer is not None:
+            last = await conn.scalar(sa.select(sa.func.max(audit_checkpoints.c.seq)))
+            if int(seq) - int(last or 0) >= self._checkpoint_every:
+                await self._write_checkpoint(conn, int(seq), head_hash, int(last or 0))
 
     async def _lock_audit(self, conn: AsyncConnection) -> None:
         """Serialize chain appends: PostgreSQL's advisory lock (SQLite already holds its write lock)."""

@@ -7,6 +7,8 @@ inside the window goes live and is indexed.
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -58,13 +60,14 @@ async def result_of(handle: WorkflowHandle[Any, RememberResult]) -> RememberResu
     Under load the time-skipping server can end a history long poll with no event and no page token,
     which the SDK reports as "No completion event found"; the run itself is unaffected.
     """
-    for _ in range(10):
+    deadline = time.monotonic() + 120
+    while True:
         try:
             return await handle.result()
         except RuntimeError as exc:
-            if "No completion event found" not in str(exc):
+            if "No completion event found" not in str(exc) or time.monotonic() > deadline:
                 raise
-    return await handle.result()
+        await asyncio.sleep(0.5)
 
 
 async def stage(s: Skipping, text: str) -> str:
