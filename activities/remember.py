@@ -112,12 +112,16 @@ class RememberActivities:
         cached = self._vectors.get(text_hash)
         if cached is None:
             [cached] = await self._embed([text])
-            self._vectors[text_hash] = cached
-            if len(self._vectors) > VECTOR_CACHE_SIZE:
-                self._vectors.popitem(last=False)
+            self._remember_vector(text_hash, cached)
         else:
             self._vectors.move_to_end(text_hash)
         return cached
+
+    def _remember_vector(self, text_hash: str, vector: list[float]) -> None:
+        self._vectors[text_hash] = vector
+        self._vectors.move_to_end(text_hash)
+        if len(self._vectors) > VECTOR_CACHE_SIZE:
+            self._vectors.popitem(last=False)
 
     @staticmethod
     def _event(
@@ -160,39 +164,53 @@ class RememberActivities:
     async def screen_candidate(self, c: RememberInput, policy: GatePolicy) -> Screened:
         """Detectors, the owner's switch, the nearest live memory and the slot's holder: codes and ids out."""
         store = self.deps.store
-        enabled = await store.get_settings(c.tenant_id, c.owner_id)
-        content = await self._content(c)
-        screening = await asyncio.to_thread(detect.screen, content, source_kind=c.source_kind)
+        enabled, content = await asyncio.gather(store.get_settings(c.tenant_id, c.owner_id), self._content(c))
+        # Embedding (onnxruntime, off the GIL) runs beside the detectors (Python), on the other core: most
+        # candidates are embedded as they are. The vector of a candidate that is then rejected or redacted
+        # is dropped unused: it is never compared, cached or stored.
+        speculative = asyncio.ensure_future(self._embed([content]))
+        try:
+            screening = await asyncio.to_thread(detect.screen, content, source_kind=c.source_kind)
+        finally:
+            [raw_dense] = await speculative
         screened = Screened(screening=screening, memory_enabled=enabled)
         inp = screened.gate_input(c)
         if precheck(inp, policy) is not None:
-            # Already a rejection: rejected text is neither embedded nor compared with anything.
-            return screened
+            return screened  # already a rejection: nothing is looked up for rejected text
         redact = redact_entities(inp, policy)
         text = detect.redact(content, redact) if redact else content
         text_hash = content_hash(text)
+        if not redact:
+            self._remember_vector(text_hash, raw_dense)
         dense = await self._vector(text, text_hash)
-        hits = await self.deps.index.nearest(
-            dense=dense, read_filter=namespace_filter(c), now_ts=datetime.now(UTC).timestamp(), limit=4
-        )
-        hits = [h for h in hits if h.memory_id != c.memory_id]
-        nearest: Neighbour | None = None
-        if hits:
+
+        async def nearest_live() -> Neighbour | None:
+            hits = await self.deps.index.nearest(
+                dense=dense, read_filter=namespace_filter(c), now_ts=datetime.now(UTC).timestamp(), limit=4
+            )
+            hits = [h for h in hits if h.memory_id != c.memory_id]
+            if not hits:
+                return None
             found = await store.get_many(c.tenant_id, [h.memory_id for h in hits])
             for hit in hits:
                 record = found.get(hit.memory_id)
                 if record is not None and record.status in LIVE and record.content is not None:
-                    nearest = self._neighbour(record, text, text_hash, hit.score)
-                    break
+                    return self._neighbour(record, text, text_hash, hit.score)
+            return None
+
+        async def slot_holder() -> MemoryRecord | None:
+            if c.slot is None:
+                return None
+            return await store.live_slot_holder(c.tenant_id, c.owner_id, c.scope.value, c.agent_id, c.store, c.slot)
+
+        nearest, holder = await asyncio.gather(nearest_live(), slot_holder())
         holder_n: Neighbour | None = None
-        if c.slot is not None:
-            holder = await store.live_slot_holder(c.tenant_id, c.owner_id, c.scope.value, c.agent_id, c.store, c.slot)
-            if holder is not None and holder.id != c.memory_id and holder.content is not None:
-                if nearest is not None and nearest.memory_id == holder.id:
-                    holder_n = nearest
-                else:
-                    [held] = await self._embed([holder.content])
-                    holder_n = self._neighbour(holder, text, text_hash, cosine(dense, held))
+        if holder is not None and holder.id != c.memory_id and holder.content is not None:
+            if nearest is not None and nearest.memory_id == holder.id:
+                holder_n = nearest
+            else:
+                [held] = await self._embed([holder.content])
+                holder_n = self._neighbour(holder, text, text_hash, cosine(dense, held))
         return screened.model_copy(update={"lookup": Lookup(nearest=nearest, slot_holder=holder_n)})
 
     @staticmethod
@@ -284,11 +302,12 @@ class RememberActivities:
     async def commit_gated(self, ci: CommitInput) -> RememberResult:
         """Commit an accepted candidate; safe to repeat (the second run finds the committed row)."""
         c = ci.candidate
-        existing = await self.deps.store.get_memory(c.tenant_id, c.memory_id)
+        existing, content = await asyncio.gather(
+            self.deps.store.get_memory(c.tenant_id, c.memory_id), self.deps.store.get_candidate(c.candidate_ref)
+        )
         if existing is not None and existing.status is not Status.PENDING:
             record = existing
         else:
-            content = await self.deps.store.get_candidate(c.candidate_ref)
             if content is None:
                 raise candidate_gone(c.memory_id)
             record = self._record(ci, content, Status.ACTIVE, datetime.now(UTC))

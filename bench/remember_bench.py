@@ -9,6 +9,8 @@ child, the worker over SQLite + Qdrant Edge, the API under uvicorn):
 - the floor: an eagerly started workflow running one no-op local activity, on the same dev server and
   in the same process, p50/p95. The two are interleaved (one floor run, one write, ...) so that a noisy
   neighbour on this shared machine slows both alike; the ratio is the figure to read;
+- the HTTP round trip alone (`GET /v1/settings`: auth and one read), interleaved too, to show how much of
+  the gap to the floor is the web stack rather than the gate;
 - writes/s with `--clients` concurrent HTTP clients, each writing `--per-client` memories for its own person,
   beside the floor's own rate with the same concurrency.
 Every text is synthetic.
@@ -112,10 +114,15 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                     decisions[answer.json()["decision"]] += 1
                     return elapsed
 
-                return await measure(api, args, floor, write)
+                async def http_floor(headers: dict[str, str]) -> float:
+                    start = time.perf_counter()
+                    (await http.get("/v1/settings", headers=headers)).raise_for_status()
+                    return (time.perf_counter() - start) * 1000
+
+                return await measure(api, args, floor, write, http_floor)
 
 
-async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any) -> dict[str, Any]:
+async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any, http_floor: Any) -> dict[str, Any]:
     solo = api.auth("bench", "solo")
     decisions: Counter[str] = Counter()
     for _ in range(args.warmup):  # JIT of the sandbox, detector and model warm-up, connection pools
@@ -124,9 +131,11 @@ async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any) ->
     decisions.clear()
     floors: list[float] = []
     writes: list[float] = []
+    https: list[float] = []
     for _ in range(args.n):
         floors.append(await floor())
         writes.append(await write(solo, "solo", decisions))
+        https.append(await http_floor(solo))
 
     async def run_clients(one: Any) -> float:
         start = time.perf_counter()
@@ -148,6 +157,7 @@ async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any) ->
     result = {
         "decision_latency": summary(writes),
         "floor_latency": summary(floors),
+        "http_floor_latency": summary(https),
         "p50_ratio": round(statistics.median(writes) / statistics.median(floors), 2),
         "concurrent": {
             "clients": args.clients,
@@ -161,14 +171,15 @@ async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any) ->
 
 
 def report(r: dict[str, Any]) -> str:
-    d, f, c = r["decision_latency"], r["floor_latency"], r["concurrent"]
+    d, f, h, c = r["decision_latency"], r["floor_latency"], r["http_floor_latency"], r["concurrent"]
     return "\n".join(
         [
             "| measure | p50 ms | p95 ms |",
             "|---|---|---|",
             f"| decision latency, POST /v1/memories (n={d['n']}) | {d['p50_ms']} | {d['p95_ms']} |",
             f"| Temporal floor, eager workflow + 1 local activity (n={f['n']}) | {f['p50_ms']} | {f['p95_ms']} |",
-            f"| ratio (p50) | {r['p50_ratio']}x | |",
+            f"| HTTP round trip alone, GET /v1/settings (n={h['n']}) | {h['p50_ms']} | {h['p95_ms']} |",
+            f"| ratio (p50), decision / Temporal floor | {r['p50_ratio']}x | |",
             "",
             f"{c['clients']} concurrent clients, {c['writes']} writes: {c['writes_per_s']} writes/s through the API "
             f"(floor workflows alone: {c['floor_workflows_per_s']}/s). Decisions: {r['decisions']}",
