@@ -200,8 +200,10 @@ class EdgeIndex:
                 self._no_readers.set()
 
     async def _write(self, operation: UpdateOperation, *, durable: bool = False) -> None:
-        shard = await self._ready()
+        await self.ensure()
         async with self._lock:
+            shard = self._shard  # read under the lock: a vacuum may have closed and reopened it meanwhile
+            assert shard is not None
             await asyncio.to_thread(shard.update, operation)
             self._dirty = True
             if durable:

@@ -303,3 +303,16 @@ async def test_edge_vacuum_runs_out_of_process_so_this_process_keeps_running(tmp
     assert await idx.present([recs[0].id]) == [] and await idx.count() == len(recs) - 1
     assert await idx.health()
     await idx.close()
+
+
+async def test_a_write_waiting_on_a_vacuum_uses_the_reopened_shard(tmp_path: Path) -> None:
+    idx = EdgeIndex(tmp_path / "shard")
+    t = f"t-{uuid.uuid4().hex[:8]}"
+    recs = [record(t, "alice", f"fact {i}") for i in range(4)]
+    await idx.upsert([point(r) for r in recs])
+    vacuuming = asyncio.create_task(idx.vacuum())
+    await asyncio.sleep(0)  # the vacuum holds the lock now and is about to close the shard
+    await idx.delete([recs[0].id])  # waits for it, then must write to the shard it reopened
+    await vacuuming
+    assert await idx.present([r.id for r in recs]) == [r.id for r in recs[1:]]
+    await idx.close()
