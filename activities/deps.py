@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memwarden.config import Settings
 from memwarden.embed import Embedder
 from memwarden.stores.cache import Cache
+from memwarden.stores.replicas import ReplicaStore
 from memwarden.stores.sql import SqlStore
+from memwarden.stores.summaries import ExtractiveSummarizer, Summarizer
 from memwarden.stores.vectors import VectorIndex
 
 
@@ -18,3 +20,5 @@ class Deps:
     index: VectorIndex
     cache: Cache
     embedder: Embedder
+    replicas: list[ReplicaStore] = field(default_factory=list)
+    summarizer: Summarizer = field(default_factory=ExtractiveSummarizer)

@@ -106,10 +106,16 @@ class MemoryActivities:
     async def search_memories(self, request: RetrieveInput) -> RetrieveResult:
         """Filtered hybrid search, then eligibility re-checked against the store (the index may lag)."""
         now = datetime.now(UTC)
-        [dense] = await self._embed([request.query])
+        query = request.query
+        if request.query_ref is not None:
+            parked = await self.deps.store.get_candidate(request.query_ref)
+            if parked is None:
+                raise CandidateGone(request.query_ref)
+            query = parked
+        [dense] = await self._embed([query])
         hits = await self.deps.index.search(
             dense=dense,
-            text=request.query,
+            text=query,
             read_filter=request.read_filter,
             now_ts=now.timestamp(),
             limit=request.k * 2,

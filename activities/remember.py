@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.deps import Deps
 from activities.indexing import index_point
+from activities.replicas import replicate
 from memwarden import detect
 from memwarden.policy.dedupe import cosine, value_conflict
 from memwarden.policy.gate import GatePolicy, Lookup, Neighbour, Screened, precheck, redact_entities
@@ -261,7 +262,7 @@ class RememberActivities:
         self, ci: CommitInput, record: MemoryRecord, *, operation: str | None = None, actor: str | None = None
     ) -> RememberResult:
         """Durable store (superseding the slot's holder, with its audit event and the claim check dropped in
-        the same transaction), then index, then cache invalidation."""
+        the same transaction), then index, then cache invalidation, then replicas."""
         c = ci.candidate
 
         def outcome(live: MemoryRecord) -> tuple[Decision, str]:
@@ -295,6 +296,9 @@ class RememberActivities:
             await self.deps.index.set_status([superseded], Status.SUPERSEDED)
         for prefix in invalidation_prefixes(live.tenant_id, live.scope, live.owner_id):
             await self.deps.cache.delete_prefix(prefix)
+        for replicated in (live.id, superseded):  # then replicas (the superseded copy learns its new status)
+            if replicated is not None:
+                await replicate(self.deps, live.tenant_id, replicated)
         decision, reason = outcome(live)
         return RememberResult(decision=decision, reason=reason, memory_id=live.id, supersedes=live.supersedes)
 

@@ -10,7 +10,7 @@ from temporalio.client import Client
 
 from api import problems
 from api.limits import BodyLimitMiddleware
-from api.routes import audit, codec, health, memories, search
+from api.routes import audit, codec, forget, health, memories, search
 from api.routes import settings as settings_routes
 from api.state import ApiState
 from api.telemetry import metrics_router
@@ -52,4 +52,5 @@ def create_app(settings: Settings, *, temporal: Client | None = None, store: Sql
     if settings.metrics_enabled:
         app.include_router(metrics_router)
     app.add_middleware(codec.CodecCORSMiddleware, origins=settings.codec_cors_origins)
+    app.include_router(forget.router)
     return app

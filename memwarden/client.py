@@ -139,5 +139,17 @@ class MemwardenClient:
         answer = await self._call("PUT", "/v1/settings", json={"memory_enabled": enabled})
         return bool(answer["memory_enabled"])
 
+    async def delete_memory(self, memory_id: str) -> dict[str, Any]:
+        """Forget one memory and its versions; returns `{deletion_id, status, workflow_id}` (202)."""
+        return await self._call("DELETE", f"/v1/memories/{memory_id}")  # type: ignore[no-any-return]
+
+    async def forget(self, selector: dict[str, Any], *, reason: str) -> dict[str, Any]:
+        """Erase by selector (`{"kind": "owner", "owner_id": ...}`, ...); returns the deletion id (202)."""
+        return await self._call("POST", "/v1/forget", json={"selector": selector, "reason": reason})  # type: ignore[no-any-return]
+
+    async def deletion(self, deletion_id: str) -> dict[str, Any]:
+        """The deletion's receipt: status, per-sink evidence, receipt hash."""
+        return await self._call("GET", f"/v1/deletions/{deletion_id}")  # type: ignore[no-any-return]
+
     async def ready(self) -> dict[str, Any]:
         return await self._call("GET", "/readyz")  # type: ignore[no-any-return]

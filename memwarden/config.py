@@ -163,6 +163,9 @@ class Settings(BaseSettings):
     workflow_timeout_seconds: float = Field(
         default=30.0, gt=0, description="How long the API waits for a workflow's answer."
     )
+    retention_sweep_seconds: int = Field(
+        default=300, gt=0, description="How often expired memories are swept through Forget (a Temporal Schedule)."
+    )
 
     importance_threshold: float = Field(
         default=0.3, ge=0.0, le=1.0, description="Candidates scored below this are rejected (low_importance)."

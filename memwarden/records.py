@@ -372,9 +372,11 @@ class RememberResult(BaseModel):
 
 
 class RetrieveInput(BaseModel):
-    """RetrieveWorkflow's input: the query text is needed to rank; it is encrypted by the codec."""
+    """RetrieveWorkflow's input. The API passes the query by claim check (`query_ref`), so what a
+    person asked never enters history; `query` is for callers without a store (and old histories)."""
 
-    query: str
+    query: str = ""
+    query_ref: str | None = None
     k: int
     read_filter: ReadFilter
     consequence: Consequence = Consequence.LOW
@@ -438,3 +440,65 @@ class PendingWrite(BaseModel):
     commit: CommitInput
     window_seconds: int
     stage_reason: str
+
+
+# -- Forget: what crosses into ForgetWorkflow's history (ids, names, counts; never a person's id) --
+
+
+class ForgetInput(BaseModel):
+    """ForgetWorkflow's input: the deletion (already tombstoned by the API) and nothing about its subject."""
+
+    deletion_id: str
+    tenant_id: str
+
+
+class SinkTask(BaseModel):
+    """One purge or verification of one sink for one deletion; `attempt` counts the workflow's rounds."""
+
+    deletion_id: str
+    tenant_id: str
+    sink: str
+    attempt: int = 1
+
+
+class SinkEvidence(BaseModel):
+    """A sink's read-back check: how it looked, what it found. Counts and ids only."""
+
+    sink: str
+    method: str
+    absent: bool
+    checked: int
+    remaining: int
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class ForgetPlan(BaseModel):
+    """The sinks this deletion fans out to, as the worker's configuration names them."""
+
+    sinks: list[str]
+    members: int
+
+
+class ForgetResult(BaseModel):
+    deletion_id: str
+    receipt_hash: str
+    sinks: list[SinkEvidence]
+
+
+class SummarizeInput(BaseModel):
+    """SummarizeWorkflow's input: whose episodic memories to consolidate (ids only, like RememberInput)."""
+
+    tenant_id: str
+    owner_id: str
+    actor: str
+
+
+class SummarizeResult(BaseModel):
+    summary_id: str | None
+    derived_from: int
+
+
+class RetentionPlan(BaseModel):
+    """The deletions one retention sweep recorded (ids only), one per tenant with expired memories."""
+
+    deletions: list[ForgetInput] = Field(default_factory=list)

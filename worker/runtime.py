@@ -11,13 +11,18 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.deps import Deps
+from activities.forget import ForgetActivities
 from activities.indexing import reconcile_index
 from activities.memory import MemoryActivities
 from activities.remember import RememberActivities
+from activities.replicas import ReplicaActivities
+from activities.retention import RetentionActivities
+from activities.summaries import SummaryActivities
 from memwarden import detect
 from memwarden.config import Settings
 from memwarden.embed import Embedder, default_embedder
 from memwarden.stores.cache import open_cache
+from memwarden.stores.replicas import ReplicaStore
 from memwarden.stores.sql import open_store
 from memwarden.stores.vectors import open_index
 from memwarden.stores.vectors_edge import EdgeIndex
@@ -39,16 +44,26 @@ async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> 
     cache = open_cache(settings)
     # Build the detectors now (~1.5 s), so the first proposal does not pay for it.
     await asyncio.to_thread(detect.warm_up)
+    replicas = [await ReplicaStore.open(url) for url in settings.replica_urls]
     try:
-        yield Deps(settings=settings, store=store, index=index, cache=cache, embedder=emb)
+        yield Deps(settings=settings, store=store, index=index, cache=cache, embedder=emb, replicas=replicas)
     finally:
+        for replica in replicas:
+            await replica.close()
         await cache.close()
         await index.close()
         await store.close()
 
 
 def build_worker(client: Client, deps: Deps) -> Worker:
-    activities = [*MemoryActivities(deps).all(), *RememberActivities(deps).all()]
+    activities = [
+        *MemoryActivities(deps).all(),
+        *RememberActivities(deps).all(),
+        *ForgetActivities(deps).all(),
+        *SummaryActivities(deps).all(),
+        *ReplicaActivities(deps).all(),
+        *RetentionActivities(deps).all(),
+    ]
     return Worker(
         client,
         task_queue=deps.settings.temporal_task_queue,

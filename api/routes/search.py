@@ -23,6 +23,9 @@ from workflows.retrieve import RetrieveWorkflow
 
 router = APIRouter(prefix="/v1", tags=["search"])
 
+QUERY_CLAIM_TTL = timedelta(minutes=5)
+"""A parked query outlives its workflow only if the API dies mid-search; the candidate sweep drops it."""
+
 
 @router.post("/search", response_model=SearchOut)
 @traced(SEARCH_MEMORY)
@@ -41,7 +44,10 @@ async def search(
     workflow_id = f"retrieve-{uuid.uuid4()}"
     if not rf.clauses or not await memory_enabled(state, caller):
         return SearchOut(results=[], withheld=[], context="", workflow_id=workflow_id)
-    request = RetrieveInput(query=body.query, k=k, read_filter=rf, consequence=body.consequence, actor=caller.actor)
+    # Claim check: the query is parked in the store for the activity, so it never enters history.
+    query_ref = f"query-{workflow_id}"
+    await state.store.put_candidate(query_ref, caller.tenant, body.query, datetime.now(UTC) + QUERY_CLAIM_TTL)
+    request = RetrieveInput(query_ref=query_ref, k=k, read_filter=rf, consequence=body.consequence, actor=caller.actor)
     try:
         result = await state.temporal.execute_workflow(
             RetrieveWorkflow.run,
@@ -53,6 +59,8 @@ async def search(
         )
     except WorkflowFailureError:
         raise Problem(503, "search_failed", "search is unavailable", extra={"workflow_id": workflow_id}) from None
+    finally:
+        await state.store.delete_candidate(query_ref)
     now = datetime.now(UTC)
     scores = {h.memory_id: h.score for h in result.hits}
     # Claim check: content is loaded only for ids that are still eligible right now.

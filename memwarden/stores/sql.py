@@ -202,6 +202,14 @@ class SqlStore:
             async with conn.begin():
                 yield conn
 
+    def transaction(self) -> Any:
+        """One write transaction (SQLite: holding the write lock), for repositories built on this store."""
+        return self._write()
+
+    def insert(self, table: sa.Table) -> sqlite.Insert | postgresql.Insert:
+        """The dialect's INSERT with ON CONFLICT, for repositories built on this store."""
+        return self._insert(table)
+
     def _insert(self, table: sa.Table) -> sqlite.Insert | postgresql.Insert:
         """The dialect's INSERT, which has ON CONFLICT on both SQLite and PostgreSQL."""
         return postgresql.insert(table) if self.dialect == "postgresql" else sqlite.insert(table)
@@ -295,6 +303,7 @@ class SqlStore:
         idempotency_key: str | None = None,
         audit: Callable[[MemoryRecord], AuditEventIn] | None = None,
         drop_candidate: str | None = None,
+        derived_from: list[str] | None = None,
     ) -> tuple[MemoryRecord, str | None]:
         """Make `record` the live memory, superseding whoever holds its slot now; one transaction.
 
@@ -357,6 +366,7 @@ class SqlStore:
                 else:
                     values = _record_to_row(live)
                     values["idempotency_key"] = idempotency_key
+                    values["derived_from"] = list(derived_from) if derived_from is not None else None
                     await conn.execute(sa.insert(memories).values(**values))
                 stored = await _select_memory(conn, record.tenant_id, record.id)
                 assert stored is not None

@@ -181,7 +181,11 @@ deletions = sa.Table(
     sa.Column("workflow_id", sa.String(), nullable=True),
     sa.Column("counts", json_type(), nullable=True),
     sa.Column("receipt_hash", sa.String(64), nullable=True),
+    sa.Column("selector_key", sa.String(64), nullable=True),
+    sa.Column("cache_prefixes", json_type(), nullable=True),
+    sa.Column("audit_event_id", sa.String(), nullable=True),
     sa.Index(None, "tenant_id", "created_at"),
+    sa.Index(None, "tenant_id", "selector_key"),
 )
 
 deletion_sinks = sa.Table(
@@ -200,7 +204,37 @@ deletion_sinks = sa.Table(
     sa.Column("verified_at", UTCDateTime(), nullable=True),
     sa.Column("evidence", json_type(), nullable=True),
     sa.Column("attempts", sa.Integer(), nullable=False, server_default="0"),
+    sa.Column("workflow_id", sa.String(), nullable=True),
+    sa.Column("run_id", sa.String(), nullable=True),
+    sa.Column("started_at", UTCDateTime(), nullable=True),
 )
+
+deletion_members = sa.Table(
+    "deletion_members",
+    metadata,
+    sa.Column(
+        "deletion_id",
+        sa.String(),
+        sa.ForeignKey("deletions.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("memory_id", sa.String(), primary_key=True),
+    sa.Column("tenant_id", sa.String(), nullable=False),
+    sa.Column("prior_status", sa.String(16), nullable=False),
+    sa.Index(None, "tenant_id", "memory_id"),
+)
+"""Which memories one deletion covers: the lineage each sink purges (ids only, no person's id)."""
+
+quarantined_sources = sa.Table(
+    "quarantined_sources",
+    metadata,
+    sa.Column("tenant_id", sa.String(), primary_key=True),
+    sa.Column("system", sa.String(), primary_key=True),
+    sa.Column("key", sa.String(), primary_key=True),
+    sa.Column("deletion_id", sa.String(), nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+)
+"""Source records forgotten as poisoned: the write gate refuses new memories citing them."""
 
 source_dependencies = sa.Table(
     "source_dependencies",

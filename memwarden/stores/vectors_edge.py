@@ -9,13 +9,17 @@ vacuumed), so durability is a flush, and a flush costs 70-100 ms here:
   `flush_delay` (group flush), and the time each flush started is recorded beside the shard, so after
   a crash the worker re-indexes from the durable store whatever changed since then
   (`activities.indexing.reconcile_index`): the store is the source of truth, the index a derivative.
+Vacuum runs in a child process on the closed shard (`edge_vacuum`: Edge's optimizer holds the GIL for
+its whole run); reads wait for it at a gate instead of meeting a closed shard.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import uuid
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -137,6 +141,10 @@ class EdgeIndex:
         self._dirty = False
         self._flusher: asyncio.Task[None] | None = None
         self._flush_started = False
+        self._gate = asyncio.Lock()  # held by vacuum while the shard is closed; readers pass through it
+        self._readers = 0
+        self._no_readers = asyncio.Event()
+        self._no_readers.set()
 
     @property
     def flushed_through(self) -> datetime | None:
@@ -177,9 +185,25 @@ class EdgeIndex:
         assert self._shard is not None
         return self._shard
 
+    @contextlib.asynccontextmanager
+    async def _reading(self) -> AsyncIterator[EdgeShard]:
+        """A shard to read from, never one that a vacuum is about to close under us."""
+        async with self._gate:
+            pass
+        self._readers += 1  # no await since the gate: a vacuum cannot slip in between
+        self._no_readers.clear()
+        try:
+            yield await self._ready()
+        finally:
+            self._readers -= 1
+            if self._readers == 0:
+                self._no_readers.set()
+
     async def _write(self, operation: UpdateOperation, *, durable: bool = False) -> None:
-        shard = await self._ready()
+        await self.ensure()
         async with self._lock:
+            shard = self._shard  # read under the lock: a vacuum may have closed and reopened it meanwhile
+            assert shard is not None
             await asyncio.to_thread(shard.update, operation)
             self._dirty = True
             if durable:
@@ -237,9 +261,9 @@ class EdgeIndex:
     async def present(self, memory_ids: list[str]) -> list[str]:
         if not memory_ids:
             return []
-        shard = await self._ready()
         wanted = {point_id(m): m for m in memory_ids}
-        records = await asyncio.to_thread(shard.retrieve, list(wanted), False, False)
+        async with self._reading() as shard:
+            records = await asyncio.to_thread(shard.retrieve, list(wanted), False, False)
         found = {str(uuid.UUID(str(r.id))) for r in records}
         return [original for canonical, original in wanted.items() if canonical in found]
 
@@ -258,7 +282,6 @@ class EdgeIndex:
         flt = edge_filter(read_filter, now_ts)
         if flt is None:
             return []
-        shard = await self._ready()
         n = prefetch_limit(limit)
         prefetches: list[Prefetch] = []
         weights: list[float] = []
@@ -287,7 +310,8 @@ class EdgeIndex:
             with_payload=False,
             with_vector=False,
         )
-        scored = await asyncio.to_thread(shard.query, request)
+        async with self._reading() as shard:
+            scored = await asyncio.to_thread(shard.query, request)
         return [Hit(memory_id=str(uuid.UUID(str(p.id))), score=float(p.score)) for p in scored]
 
     async def nearest(self, *, dense: list[float], read_filter: ReadFilter, now_ts: float, limit: int) -> list[Hit]:
@@ -295,21 +319,21 @@ class EdgeIndex:
         flt = edge_filter(read_filter, now_ts)
         if flt is None:
             return []
-        shard = await self._ready()
         request = QueryRequest(
             limit=limit, query=Query.Nearest(dense, using=DENSE), filter=flt, with_payload=False, with_vector=False
         )
-        scored = await asyncio.to_thread(shard.query, request)
+        async with self._reading() as shard:
+            scored = await asyncio.to_thread(shard.query, request)
         return [Hit(memory_id=str(uuid.UUID(str(p.id))), score=float(p.score)) for p in scored]
 
     async def count(self) -> int:
-        shard = await self._ready()
-        return await asyncio.to_thread(shard.count, CountRequest(exact=True))
+        async with self._reading() as shard:
+            return await asyncio.to_thread(shard.count, CountRequest(exact=True))
 
     async def health(self) -> bool:
         shard = self._shard
         if shard is None:
-            return False
+            return self._gate.locked()  # closed only for a vacuum in progress: healthy, just busy
         try:
             await asyncio.to_thread(shard.count, CountRequest(exact=False))
         except Exception:
@@ -317,12 +341,37 @@ class EdgeIndex:
         return True
 
     async def vacuum(self) -> None:
-        """Run the optimizers so deleted points are physically removed from the segment files."""
-        shard = await self._ready()
-        async with self._lock:
-            await asyncio.to_thread(shard.optimize)
+        """Physically remove deleted points from the segment files, in a child process.
+
+        Writes wait on the lock and reads at the gate meanwhile (about a second at 10k points); the
+        rest of this process keeps running, which an in-process `optimize()` (it holds the GIL) would not.
+        """
+        await self.ensure()
+        async with self._gate, self._lock:
+            await self._no_readers.wait()
+            shard = self._shard
+            assert shard is not None
             self._dirty = True
-            await self._flush_locked(shard)
+            await self._flush_locked(shard)  # everything so far on disk, so the child sees it
+            self._shard = None
+            await asyncio.to_thread(shard.close)
+            try:
+                child = await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    "-m",
+                    "memwarden.stores.edge_vacuum",
+                    str(self._path),
+                    str(self._dim),
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.DEVNULL,
+                    stderr=asyncio.subprocess.PIPE,
+                )
+                _, err = await child.communicate()
+            finally:
+                self._shard = await asyncio.to_thread(self._open)
+            if child.returncode != 0:
+                tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+                raise IndexUnavailable(f"vacuum of the Edge shard failed ({child.returncode}): {tail[0]}")
 
     async def close(self) -> None:
         if self._flusher is not None and not self._flusher.done():

@@ -441,7 +441,9 @@ async def test_codec_decodes_history_for_operators_only(
     assert answer.status_code == 200, answer.text
     [plain] = answer.json()["payloads"]
     assert base64.b64decode(plain["metadata"]["encoding"]) == b"json/plain"
-    assert QUERY in base64.b64decode(plain["data"]).decode()  # the operator sees the search query
+    decoded = base64.b64decode(plain["data"]).decode()
+    # the operator sees the search's input: its claim-check ref and filter, never the query text (issue 6)
+    assert f'"query_ref":"query-{written["found"]["workflow_id"]}"' in decoded and QUERY not in decoded
     # the path-token form, for the browser UI, answers the same
     by_path = await http.post(f"/codec/t/{operator}/decode", json=body)
     assert by_path.json() == answer.json()
@@ -507,7 +509,8 @@ async def test_the_temporal_cli_reads_history_through_the_codec_endpoint(stack: 
     code, out = await show("--codec-auth", f"Bearer {token}")
     assert code == 0, out[-2000:]
     encoding, data = started_input(out)
-    assert encoding == b"json/plain" and QUERY in data  # decoded by our endpoint: the operator sees the query
+    # decoded by our endpoint: the operator sees the input (the query itself travels by claim check)
+    assert encoding == b"json/plain" and '"query_ref":"query-' in data and QUERY not in data
     code, out = await show()
     assert code != 0 or started_input(out)[0] == ENCODING  # without the operator's token nothing is decoded
 

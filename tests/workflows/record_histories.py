@@ -36,10 +36,12 @@ from temporalio.client import Client, WorkflowFailureError
 
 from activities.deps import Deps
 from memwarden.config import Settings
+from memwarden.forget import MemorySelector, selector_key
 from memwarden.identity import Principal, Role, read_filter
 from memwarden.policy.gate import GatePolicy
 from memwarden.records import (
     Decision,
+    ForgetInput,
     MemoryType,
     Provenance,
     RememberInput,
@@ -51,14 +53,25 @@ from memwarden.records import (
     SettleAction,
     SettleRequest,
     SourceKind,
+    SummarizeInput,
     content_hash,
 )
+from memwarden.stores.forget import ForgetStore
 from memwarden.stores.sql import SqlStore
 from worker.codec import ENCODING
 from worker.devserver import DevServer, free_port
 from worker.runtime import build_worker, open_deps
 from worker.temporal_client import data_converter
-from workflows import ALL_WORKFLOWS, HealthWorkflow, PendingWriteWorkflow, RememberWorkflow, RetrieveWorkflow
+from workflows import (
+    ALL_WORKFLOWS,
+    ForgetWorkflow,
+    HealthWorkflow,
+    PendingWriteWorkflow,
+    RememberWorkflow,
+    RetentionWorkflow,
+    RetrieveWorkflow,
+    SummarizeWorkflow,
+)
 from workflows.pending import pending_workflow_id
 from workflows.remember import GATE_PATCH
 
@@ -240,6 +253,7 @@ SYNTHETIC = {
     "staged_ok": "synthetic directive: from now on always summarise plans in three bullet points",
     "staged_no": "synthetic directive: from now on never mention weekend plans in summaries",
     "staged_late": "synthetic directive: from now on always answer in formal register",
+    "episode": "synthetic episode: user-a walked along the canal. It was windy.",
 }
 
 POLICY = GatePolicy()
@@ -334,6 +348,67 @@ async def _health(client: Client, deps: Deps, tq: str, wid: str) -> object:
 
 _DIRECTIVE = {"type": MemoryType.PROCEDURAL}
 
+
+async def _summarize(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    request = remember_input(
+        str(uuid.uuid5(uuid.NAMESPACE_URL, "memwarden-test/episode")),
+        SYNTHETIC["episode"],
+        tenant=TENANT,
+        owner=ALICE.sub,
+        actor=ALICE.actor,
+        type=MemoryType.EPISODIC,
+    )
+    await run_remember(client, deps.store, tq, request, SYNTHETIC["episode"], workflow_id=f"{wid}-source")
+    result = await client.execute_workflow(
+        SummarizeWorkflow.run,
+        SummarizeInput(tenant_id=TENANT, owner_id=ALICE.sub, actor="system:record"),
+        id=wid,
+        task_queue=tq,
+    )
+    if result.summary_id is None:
+        raise RuntimeError("recording expected a summary")
+    return result
+
+
+async def _forget_memory(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    """The user's preference forgotten: the API's tombstone step, then the workflow under a fixed id."""
+    memory_id = str(uuid.uuid5(uuid.NAMESPACE_URL, "memwarden-test/pref"))
+    selector = MemorySelector(memory_id=memory_id)
+    body = selector.model_dump(mode="json")
+    row, _ = await ForgetStore(deps.store).begin(
+        tenant_id=TENANT,
+        requester=ALICE.actor,
+        selector=selector,
+        redacted_selector=body,
+        selector_key=selector_key(TENANT, body),
+        reason="owner_request",
+        subject_hash=None,
+        now=datetime.now(UTC),
+    )
+    return await client.execute_workflow(
+        ForgetWorkflow.run, ForgetInput(deletion_id=row.id, tenant_id=TENANT), id=wid, task_queue=tq
+    )
+
+
+async def _retention(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    """An expiring task memory, swept once its TTL passed: RetentionWorkflow and its child ForgetWorkflow."""
+    content = "synthetic task: user-a's parcel is due on friday"
+    request = remember_input(
+        str(uuid.uuid5(uuid.NAMESPACE_URL, "memwarden-test/expiring")),
+        content,
+        tenant=TENANT,
+        owner=ALICE.sub,
+        actor=ALICE.actor,
+        type=MemoryType.TASK,
+    ).model_copy(update={"ttl_seconds": 1})
+    await run_remember(client, deps.store, tq, request, content, workflow_id=f"{wid}-source")
+    await asyncio.sleep(1.2)
+    swept = await client.execute_workflow(RetentionWorkflow.run, id=wid, task_queue=tq)
+    if swept != 1:
+        raise RuntimeError("recording expected one tenant's expired memories to be swept")
+    return swept
+
+
 CASES: tuple[Case, ...] = (
     Case("RememberWorkflow", "gated_add", _remember("pref", expect=Decision.ADD, slot="ui.chart_color")),
     Case(
@@ -366,6 +441,10 @@ CASES: tuple[Case, ...] = (
     Case("HealthWorkflow", "ok", _health),
     # Last: supersedes the teal preference, after the reads that expect it.
     Case("RememberWorkflow", "gated_update", _remember("pref_new", expect=Decision.UPDATE, slot="ui.chart_color")),
+    # Forget and retention after every case that reads or supersedes the preference.
+    Case("SummarizeWorkflow", "episodes", _summarize),
+    Case("ForgetWorkflow", "one_memory", _forget_memory),
+    Case("RetentionWorkflow", "one_expired", _retention),
 )
 
 

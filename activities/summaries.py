@@ -1,0 +1,53 @@
+"""SummarizeWorkflow's activity: the owner's episodic memories -> one summary with lineage."""
+
+from __future__ import annotations
+
+from temporalio import activity
+
+from activities.deps import Deps
+from memwarden.records import Scope, SummarizeInput, SummarizeResult
+from memwarden.stores.audit import AuditEventIn
+from memwarden.stores.cache import invalidation_prefixes
+from memwarden.stores.summaries import derive, summary_sources
+from workflows.names import SUMMARIZE_OWNER
+
+
+class SummaryActivities:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+
+    @activity.defn(name=SUMMARIZE_OWNER)
+    async def summarize_owner(self, request: SummarizeInput) -> SummarizeResult:
+        deps = self.deps
+        sources = await summary_sources(deps.store, request.tenant_id, request.owner_id)
+        record = await derive(
+            deps.store,
+            deps.index,
+            deps.embedder,
+            deps.summarizer,
+            tenant_id=request.tenant_id,
+            owner_id=request.owner_id,
+            sources=sources,
+            max_chars=deps.settings.max_content_chars,
+            actor=request.actor,
+        )
+        if record is None:
+            return SummarizeResult(summary_id=None, derived_from=0)
+        await deps.store.append_audit(
+            AuditEventIn(
+                id=f"summary-{record.id}",
+                tenant_id=record.tenant_id,
+                actor=request.actor,
+                operation="summarize",
+                memory_id=record.id,
+                reason="derived_summary",
+                workflow_id=activity.info().workflow_id,
+                details={"content_hash": record.content_hash, "derived_from": len(sources)},
+            )
+        )
+        for prefix in invalidation_prefixes(record.tenant_id, Scope.USER, record.owner_id):
+            await deps.cache.delete_prefix(prefix)
+        return SummarizeResult(summary_id=record.id, derived_from=len(sources))
+
+    def all(self) -> list[object]:
+        return [self.summarize_owner]

@@ -1,0 +1,191 @@
+"""Forget's repository on SQLite and PostgreSQL: every selector resolves to the right memories, at once.
+
+`ForgetStore.begin` is what the API runs before its 202, so it is checked here on both dialects
+(JSON paths for source records, chains, bulk tombstoning), together with idempotency and the rule
+that a tombstoned memory never comes back through a commit.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from memwarden.forget import (
+    AgentSelector,
+    ExpiredSelector,
+    MemorySelector,
+    OwnerSelector,
+    SlotSelector,
+    SourceSelector,
+    TenantSelector,
+    redacted,
+    selector_key,
+    subject_key,
+)
+from memwarden.records import MemoryRecord, MemoryType, Scope, SourceKind, SourceRef, Status, content_hash
+from memwarden.stores.forget import ForgetStore, MemoryNotFound
+from memwarden.stores.sql import SqlStore
+from tests.conftest import service_url
+
+KEY = subject_key("store-test")
+
+
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+async def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SqlStore]:
+    if request.param == "sqlite":
+        s = await SqlStore.open(f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('fs') / 'mw.db'}")
+        await s.migrate()
+        yield s
+        await s.close()
+        return
+    url = service_url("MEMWARDEN_TEST_POSTGRES_URL")
+    schema = f"mw_fs_{uuid.uuid4().hex[:12]}"
+    admin = create_async_engine(url, isolation_level="AUTOCOMMIT")
+    async with admin.connect() as conn:
+        await conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+    s = await SqlStore.open(url, schema=schema)
+    await s.migrate()
+    try:
+        yield s
+    finally:
+        await s.close()
+        async with admin.connect() as conn:
+            await conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+        await admin.dispose()
+
+
+async def put(store: SqlStore, tenant: str, owner: str, text: str, **kw: object) -> MemoryRecord:
+    at = datetime.now(UTC)
+    values: dict[str, object] = {
+        "id": str(uuid.uuid4()),
+        "tenant_id": tenant,
+        "owner_id": owner,
+        "type": MemoryType.FACT,
+        "content": text,
+        "content_hash": content_hash(text),
+        "source_kind": SourceKind.USER,
+        "reason": "user_stated_fact",
+        "created_at": at,
+        "updated_at": at,
+    }
+    values.update(kw)
+    live, _ = await store.commit_live(MemoryRecord(**values))  # type: ignore[arg-type]
+    return live
+
+
+async def forget(store: SqlStore, tenant: str, selector: object) -> tuple[set[str], str, bool]:
+    body = redacted(selector, KEY, tenant)  # type: ignore[arg-type]
+    row, created = await ForgetStore(store).begin(
+        tenant_id=tenant,
+        requester="privacy:dpo",
+        selector=selector,
+        redacted_selector=body,
+        selector_key=selector_key(tenant, body),
+        reason="test",
+        subject_hash=body.get("subject_hash"),
+        now=datetime.now(UTC),
+    )
+    return set(await ForgetStore(store).members(tenant, row.id)), row.id, created
+
+
+def tenant() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+async def test_each_selector_matches_exactly_its_memories(store: SqlStore) -> None:
+    t = tenant()
+    a1 = await put(store, t, "alice", "alice v1", slot="home.city")
+    a2 = await put(store, t, "alice", "alice v2", slot="home.city")
+    a3 = await put(store, t, "alice", "alice v3", slot="home.city")
+    plain = await put(store, t, "alice", "alice likes figs")
+    planner_a = await put(store, t, "alice", "planner on alice", scope=Scope.AGENT, agent_id="planner")
+    planner_b = await put(store, t, "bob", "planner on bob", scope=Scope.AGENT, agent_id="planner")
+    coach_a = await put(store, t, "alice", "coach on alice", scope=Scope.AGENT, agent_id="coach")
+    crm = SourceRef(system="crm", key="rec-1", version="3")
+    src_b = await put(store, t, "bob", "crm fact bob", source_ref=crm, source_kind=SourceKind.SYSTEM)
+    src_c = await put(store, t, "carol", "crm fact carol", source_ref=crm, source_kind=SourceKind.SYSTEM)
+    other = await put(store, t, "bob", "crm other", source_ref=SourceRef(system="crm", key="rec-2"))
+    lapsed = await put(store, t, "dave", "dave's parcel", expires_at=datetime.now(UTC) - timedelta(seconds=1))
+
+    # One memory: its whole chain, whichever version is named.
+    members, _, _ = await forget(store, t, MemorySelector(memory_id=a2.id))
+    assert members == {a1.id, a2.id, a3.id}
+    for r in (a1, a2, a3):
+        row = await store.get_memory(t, r.id)
+        assert row is not None and row.status is Status.TOMBSTONED and row.tombstoned_at is not None
+    assert await store.live_slot_holder(t, "alice", "user", None, None, "home.city") is None
+
+    assert (await forget(store, t, AgentSelector(agent_id="planner", owner_id="bob")))[0] == {planner_b.id}
+    assert (await forget(store, t, AgentSelector(agent_id="planner")))[0] == {planner_a.id}  # bob's already gone
+    assert (await forget(store, t, SourceSelector(system="crm", key="rec-1")))[0] == {src_b.id, src_c.id}
+    assert await ForgetStore(store).is_quarantined(t, "crm", "rec-1")
+    assert not await ForgetStore(store).is_quarantined(t, "crm", "rec-2")
+    members, _, _ = await forget(store, t, ExpiredSelector())
+    assert members == {lapsed.id}
+    assert (await store.get_memory(t, lapsed.id)).status is Status.EXPIRED  # type: ignore[union-attr]
+    assert (await forget(store, t, OwnerSelector(owner_id="alice")))[0] == {plain.id, coach_a.id}
+    # Offboarding takes all that still holds content, an expired-but-not-yet-purged memory included.
+    assert (await forget(store, t, TenantSelector()))[0] == {other.id, lapsed.id}
+
+
+async def test_slot_selector_and_idempotency(store: SqlStore) -> None:
+    t = tenant()
+    v1 = await put(store, t, "alice", "seat window", slot="travel.seat")
+    v2 = await put(store, t, "alice", "seat aisle", slot="travel.seat")
+    keep = await put(store, t, "alice", "bob's seat", slot="travel.seat", owner_id="bob")
+    selector = SlotSelector(owner_id="alice", slot="travel.seat")
+    first, did, created = await forget(store, t, selector)
+    assert created and first == {v1.id, v2.id}
+    again, did2, created2 = await forget(store, t, selector)
+    assert (again, did2, created2) == (first, did, False)  # the same request, the same deletion
+    assert (await store.get_memory(t, keep.id)).status is Status.ACTIVE  # type: ignore[union-attr]
+    # A new value in the slot later is a new deletion of just that one.
+    v3 = await put(store, t, "alice", "seat front", slot="travel.seat")
+    third, did3, created3 = await forget(store, t, selector)
+    assert created3 and did3 != did and third == {v3.id}
+    # A retried commit of a tombstoned memory does not bring it back.
+    again_live, _ = await store.commit_live(v2.model_copy(update={"status": Status.ACTIVE}))
+    assert again_live.status is Status.TOMBSTONED
+
+
+async def test_unknown_memory_and_another_tenants_memory_are_not_found(store: SqlStore) -> None:
+    t = tenant()
+    mine = await put(store, t, "alice", "alice's")
+    with pytest.raises(MemoryNotFound):
+        await forget(store, t, MemorySelector(memory_id=str(uuid.uuid4())))
+    with pytest.raises(MemoryNotFound):
+        await forget(store, tenant(), MemorySelector(memory_id=mine.id))
+    members, _, _ = await forget(store, t, OwnerSelector(owner_id="nobody"))
+    assert members == set()  # an erasure of someone with nothing held still gets a deletion (and a receipt)
+
+
+async def test_content_purge_keeps_the_tombstone_row(store: SqlStore, tmp_path: Path) -> None:
+    t = tenant()
+    r = await put(store, t, "alice", "to be purged")
+    members, _, _ = await forget(store, t, MemorySelector(memory_id=r.id))
+    forget_store = ForgetStore(store)
+    assert await forget_store.content_remaining(t, list(members)) == 1
+    assert await forget_store.purge_content(t, list(members)) == 1
+    assert await forget_store.purge_content(t, list(members)) == 0
+    assert await forget_store.content_remaining(t, list(members)) == 0
+    row = await store.get_memory(t, r.id)
+    assert row is not None and row.content is None and row.content_hash == "" and row.owner_id == "alice"
+    assert (await forget_store.compact())["complete"] is True
+
+
+async def test_identical_requests_racing_meet_on_one_deletion(store: SqlStore) -> None:
+    import asyncio
+
+    t = tenant()
+    for i in range(20):
+        await put(store, t, "erin", f"erin fact {i}")
+    results = await asyncio.gather(*(forget(store, t, OwnerSelector(owner_id="erin")) for _ in range(4)))
+    assert len({did for _, did, _ in results}) == 1
+    assert sum(created for _, _, created in results) == 1
+    assert all(len(members) == 20 for members, _, _ in results)
