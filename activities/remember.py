@@ -43,6 +43,7 @@ from memwarden.stores.cache import invalidation_prefixes
 from workflows.names import COMMIT_GATED, RECORD_DECISION, SCREEN_CANDIDATE, SETTLE_PENDING, STAGE_MEMORY
 
 LIVE = (Status.ACTIVE, Status.STALE)
+FORGOTTEN = (Status.TOMBSTONED, Status.PURGED)
 VECTOR_CACHE_SIZE = 512
 UNTRUSTED_CONFIDENCE = 0.5
 """Confidence stored on untrusted observations (tool output): ranked and labelled below what a person said."""
@@ -309,6 +310,14 @@ class RememberActivities:
         existing, content = await asyncio.gather(
             self.deps.store.get_memory(c.tenant_id, c.memory_id), self.deps.store.get_candidate(c.candidate_ref)
         )
+        if existing is not None and existing.status not in (Status.PENDING, *LIVE):
+            # Committed before, and since superseded, expired or forgotten: the commit happened; a retry
+            # must not bring it back into the index (nor fail 40 times on it).
+            await self.deps.store.delete_candidate(c.candidate_ref)
+            decision = Decision.UPDATE if existing.supersedes else Decision.ADD
+            return RememberResult(
+                decision=decision, reason=ci.reason, memory_id=existing.id, supersedes=existing.supersedes
+            )
         if existing is not None and existing.status is not Status.PENDING:
             record = existing
         else:
@@ -344,6 +353,8 @@ class RememberActivities:
         current = await store.get_memory(c.tenant_id, c.memory_id)
         if current is None:
             raise candidate_gone(c.memory_id)
+        if current.status in FORGOTTEN:  # forgotten while it waited: nothing is left to confirm
+            return RememberResult(decision=Decision.REJECT, reason="forgotten", memory_id=c.memory_id)
         if request.action is SettleAction.CONFIRM:
             if current.status is not Status.PENDING:  # a retry after the promotion landed
                 decision = Decision.UPDATE if current.supersedes else Decision.ADD

@@ -397,3 +397,19 @@ async def test_the_python_client_settles_and_switches(api: Api) -> None:
         )
         assert (off.decision.value, off.reason) == ("REJECT", "memory_disabled")
         assert await alice.set_memory_enabled(True) is True
+
+
+async def test_a_pending_write_forgotten_while_it_waits_is_never_confirmed(api: Api, http: httpx.AsyncClient) -> None:
+    t = tenant()
+    alice = api.auth(t, "alice")
+    staged = await propose(http, alice, "From now on always greet Alice in Portuguese", type="procedural")
+    assert staged["decision"] == "PENDING"
+    mid = staged["memory_id"]
+    deleted = await http.delete(f"/v1/memories/{mid}", headers=alice)
+    assert deleted.status_code == 202, deleted.text
+    answer = await http.post(f"/v1/memories/{mid}/confirm", headers=alice)
+    assert answer.status_code == 200, answer.text
+    assert (answer.json()["decision"], answer.json()["reason"]) == ("REJECT", "forgotten")
+    record = await api.store.get_memory(t, mid)
+    assert record is not None and record.status in (Status.TOMBSTONED, Status.PURGED)
+    assert mid not in await search_ids(http, alice, "greet Alice in Portuguese")
