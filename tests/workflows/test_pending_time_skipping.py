@@ -7,8 +7,6 @@ inside the window goes live and is indexed.
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -54,20 +52,15 @@ async def skipping(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Sk
         await env.shutdown()
 
 
-async def result_of(handle: WorkflowHandle[Any, RememberResult]) -> RememberResult:
-    """`handle.result()`, asked again when the test server's long poll ends before the run does.
+async def result_of(s: Skipping, handle: WorkflowHandle[Any, RememberResult]) -> RememberResult:
+    """`handle.result()` with time skipping unlocked while it waits.
 
-    Under load the time-skipping server can end a history long poll with no event and no page token,
-    which the SDK reports as "No completion event found"; the run itself is unaffected.
+    The environment unlocks skipping only for handles its own client started; the pending write is a
+    child the RememberWorkflow started, so its handle comes from `get_workflow_handle` and would wait
+    on a clock that never moves.
     """
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            return await handle.result()
-        except RuntimeError as exc:
-            if "No completion event found" not in str(exc) or time.monotonic() > deadline:
-                raise
-        await asyncio.sleep(0.5)
+    async with s.env.time_skipping_unlocked():  # type: ignore[attr-defined]
+        return await handle.result()
 
 
 async def stage(s: Skipping, text: str) -> str:
@@ -89,7 +82,7 @@ async def test_unsettled_write_is_rejected_when_the_window_passes(skipping: Skip
     record = await skipping.deps.store.get_memory("t-ts", mid)
     assert record is not None and record.status is Status.PENDING
 
-    result = await result_of(handle)  # the test server skips the day
+    result = await result_of(skipping, handle)  # the test server skips the day
     assert (result.decision, result.reason) == (Decision.REJECT, "confirmation_window_passed")
     assert await skipping.env.get_current_time() - started >= DAY  # not a minute early
     record = await skipping.deps.store.get_memory("t-ts", mid)
@@ -113,7 +106,7 @@ async def test_confirmed_inside_the_window_goes_live(skipping: Skipping) -> None
         result_type=RememberResult,
     )
     assert (confirmed.decision, confirmed.reason) == (Decision.ADD, "confirmed")
-    assert await result_of(handle) == confirmed
+    assert await result_of(skipping, handle) == confirmed
     assert await skipping.env.get_current_time() - started < DAY  # settled inside the window, no timer left
     record = await skipping.deps.store.get_memory("t-ts", mid)
     assert record is not None and record.status is Status.ACTIVE
