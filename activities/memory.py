@@ -134,23 +134,22 @@ class MemoryActivities:
         relevances = ranking.merge(
             [(h.memory_id, h.score) for h in found.dense], [(h.memory_id, h.score) for h in found.sparse]
         )
-        records = await self.deps.store.eligible(request.read_filter, [r.memory_id for r in relevances], now)
-        by_id = {r.id: r for r in records}
+        meta = await self.deps.store.eligible_meta(request.read_filter, [r.memory_id for r in relevances], now)
         candidates = [
             ranking.Candidate(
                 relevance=rel,
-                created_at=by_id[rel.memory_id].created_at,
-                importance=by_id[rel.memory_id].importance,
-                last_confirmed_at=by_id[rel.memory_id].last_confirmed_at,
+                created_at=meta[rel.memory_id].created_at,
+                importance=meta[rel.memory_id].importance,
+                last_confirmed_at=meta[rel.memory_id].last_confirmed_at,
             )
             for rel in relevances
-            if rel.memory_id in by_id
+            if rel.memory_id in meta
         ]
         ranked = ranking.rank(candidates, now, request.k)
         hits: list[Hit] = []
         withheld: list[dict[str, str]] = []
         for r in ranked:
-            if request.consequence is Consequence.HIGH and by_id[r.memory_id].status is Status.STALE:
+            if request.consequence is Consequence.HIGH and meta[r.memory_id].status is Status.STALE:
                 # A stale memory is not a basis for a consequential action; Revalidate may verify it later.
                 withheld.append({"memory_id": r.memory_id, "reason": "stale"})
                 continue

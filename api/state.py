@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 from temporalio.client import Client
 
 from api.problems import Problem
+from api.usage import LastUsedRecorder
 from memwarden.config import Settings
 from memwarden.identity import AuthError, Principal, Role, verify_token
 from memwarden.stores.sql import SqlStore
@@ -19,6 +20,8 @@ class ApiState:
     settings: Settings
     store: SqlStore
     temporal: Client
+    usage: LastUsedRecorder | None = None
+    """Batches `last_used_at` writes off the read path (started by the app's lifespan)."""
 
 
 def get_state(request: Request) -> ApiState:

@@ -20,6 +20,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
@@ -69,6 +70,16 @@ _PING_TIMEOUT = 2.0
 
 _RECORD_FIELDS: tuple[str, ...] = tuple(MemoryRecord.model_fields)
 _AUDIT_FIELDS: tuple[str, ...] = tuple(AuditEventIn.model_fields)
+
+
+@dataclass(frozen=True)
+class EligibleMeta:
+    """What ranking needs of an eligible memory (no content)."""
+
+    status: Status
+    created_at: datetime
+    importance: float
+    last_confirmed_at: datetime | None
 
 
 class ConcurrencyConflict(Exception):
@@ -270,6 +281,22 @@ class SqlStore:
                 raise ValueError(f"memory id {record.id} is taken in another tenant")
             return existing
 
+    async def bulk_insert_memories(self, records: Sequence[MemoryRecord]) -> int:
+        """Insert many new memories in one transaction (benchmarks and imports; no gate, no audit).
+
+        Ids already present are skipped, so a repeated load is harmless; returns how many were new.
+        """
+        if not records:
+            return 0
+        rows = [_record_to_row(r) | {"idempotency_key": None, "derived_from": None} for r in records]
+        inserted = 0
+        async with self._write() as conn:
+            for start in range(0, len(rows), _CHUNK):
+                chunk = rows[start : start + _CHUNK]
+                result = await conn.execute(self._insert(memories).on_conflict_do_nothing(), chunk)
+                inserted += max(result.rowcount, 0)
+        return inserted
+
     async def live_slot_holder(
         self, tenant_id: str, owner_id: str, scope: str, agent_id: str | None, store: str | None, slot: str
     ) -> MemoryRecord | None:
@@ -424,6 +451,32 @@ class SqlStore:
                 for row in rows.mappings():
                     found[row["id"]] = _row_to_record(row)
         return [found[i] for i in ordered if i in found]
+
+    async def eligible_meta(
+        self, read_filter: ReadFilter, ids: Sequence[str], now: datetime
+    ) -> dict[str, EligibleMeta]:
+        """`eligible`, for ranking: the same re-check, returning only what ranking needs, never content.
+
+        Retrieve re-checks up to a hundred index candidates per query; loading their content (and
+        building full records) would cost time and bring memory text into the search path for nothing.
+        """
+        if not ids or not read_filter.clauses:
+            return {}
+        m = memories.c
+        columns = (m.id, m.status, m.created_at, m.importance, m.last_confirmed_at)
+        where = read_filter_clause(read_filter, now=now)
+        found: dict[str, EligibleMeta] = {}
+        async with self._read() as conn:
+            for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
+                rows = await conn.execute(sa.select(*columns).where(where, m.id.in_(chunk)))
+                for row in rows:
+                    found[row.id] = EligibleMeta(
+                        status=Status(row.status),
+                        created_at=row.created_at,
+                        importance=row.importance,
+                        last_confirmed_at=row.last_confirmed_at,
+                    )
+        return found
 
     async def list_memories(
         self, read_filter: ReadFilter, *, limit: int, cursor: str | None, now: datetime | None = None
