@@ -145,7 +145,7 @@ class MemoryActivities:
             for rel in relevances
             if rel.memory_id in meta
         ]
-        ranked = ranking.rank(candidates, now, request.k)
+        ranked = ranking.rank(candidates, now, request.k, self.deps.settings.ranking())
         hits: list[Hit] = []
         withheld: list[dict[str, str]] = []
         for r in ranked:
