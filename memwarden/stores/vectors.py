@@ -88,8 +88,12 @@ class VectorIndex(Protocol):
     async def hybrid(
         self, *, dense: list[float], text: str, read_filter: ReadFilter, now_ts: float, limit: int
     ) -> HybridHits:
-        """Both retrievers' candidates with their *real* scores (cosine; BM25 with tenant IDF), each filtered
-        inside its own query, for score fusion and a relevance floor in `memwarden.policy.ranking`."""
+        """Both retrievers' candidates with their *real* scores, each filtered inside its own query.
+
+        Dense scores are cosine similarities; BM25 scores use IDF counted over the points this read
+        filter admits (the principal's own namespaces), so neither another tenant nor another person
+        in the same tenant moves them. For score fusion and the relevance floor in `policy.ranking`.
+        """
         ...
 
     async def count(self) -> int:

@@ -321,12 +321,12 @@ class EdgeIndex:
         sparse = bm25_query(text)
         sparse_request = None
         if sparse is not None:
-            tenant_corpus = Filter(must=[FieldCondition("tenant_id", match=MatchValue(read_filter.tenant_id))])
             sparse_request = QueryRequest(
                 limit=limit,
                 query=Query.Nearest(sparse, using=SPARSE),
                 filter=flt,
-                params=SearchParams(idf=IdfParams(corpus=tenant_corpus)),
+                # IDF over what this principal may read: no one else's memories move its scores.
+                params=SearchParams(idf=IdfParams(corpus=flt)),
                 with_payload=False,
                 with_vector=False,
             )

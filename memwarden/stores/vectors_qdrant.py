@@ -258,16 +258,14 @@ class QdrantClientIndex:
         ]
         sparse = bm25_query(text)
         if sparse is not None:
-            tenant_corpus = models.Filter(
-                must=[models.FieldCondition(key="tenant_id", match=models.MatchValue(value=read_filter.tenant_id))]
-            )
             requests.append(
                 models.QueryRequest(
                     query=models.SparseVector(indices=list(sparse.indices), values=list(sparse.values)),
                     using=SPARSE,
                     filter=flt,
                     limit=limit,
-                    params=models.SearchParams(idf=models.IdfCorpusParams(corpus=tenant_corpus)),
+                    # IDF over what this principal may read: no one else's memories move its scores.
+                    params=models.SearchParams(idf=models.IdfCorpusParams(corpus=flt)),
                     with_payload=False,
                     with_vector=False,
                 )

@@ -503,3 +503,21 @@ async def test_hybrid_applies_the_filter_inside_both_retrievers(index: VectorInd
     assert empty.dense == [] and empty.sparse == []
     stopwords = await index.hybrid(dense=dense, text="the and of", read_filter=rf, now_ts=NOW, limit=5)
     assert stopwords.sparse == [] and [h.memory_id for h in stopwords.dense] == [mine.memory_id]
+
+
+async def test_hybrid_idf_is_counted_over_the_readable_namespaces(index: VectorIndex, embedder: MiniLMEmbedder) -> None:
+    rare_here = point(embedder, "zebrawood")
+    common_here = [point(embedder, "shelf"), point(embedder, "a tall shelf")]
+    await index.upsert([rare_here, *common_here])
+    query = "zebrawood shelf"
+    dense = embedder.embed([query])[0]
+
+    async def sparse_order() -> list[str]:
+        got = await index.hybrid(dense=dense, text=query, read_filter=user_filter(), now_ts=NOW, limit=10)
+        return [h.memory_id for h in got.sparse]
+
+    before = await sparse_order()
+    assert before[0] == rare_here.memory_id
+    # Another person in the *same* tenant makes "zebrawood" common: our scores must not move.
+    await index.upsert([point(embedder, "zebrawood zebrawood", owner_id=U2) for _ in range(30)])
+    assert await sparse_order() == before
