@@ -24,7 +24,8 @@ class ApiState:
     """Batches `last_used_at` writes off the read path (started by the app's lifespan)."""
 
 
-def get_state(request: Request) -> ApiState:
+async def get_state(request: Request) -> ApiState:
+    # async on purpose: FastAPI runs a plain `def` dependency in its thread pool, a hop per request.
     return request.app.state.mw  # type: ignore[no-any-return]
 
 
@@ -33,7 +34,7 @@ State = Annotated[ApiState, Depends(get_state)]
 _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
 
 
-def get_principal(request: Request, state: State) -> Principal:
+async def get_principal(request: Request, state: State) -> Principal:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():

@@ -443,7 +443,7 @@ class SqlStore:
         if not ids or not read_filter.clauses:
             return []
         ordered = list(dict.fromkeys(ids))
-        where = read_filter_clause(read_filter, now=now)
+        where = read_filter_clause(read_filter, now=now, by_ids=True)
         found: dict[str, MemoryRecord] = {}
         async with self._read() as conn:
             for chunk in _chunks(ordered, _CHUNK):
@@ -464,7 +464,7 @@ class SqlStore:
             return {}
         m = memories.c
         columns = (m.id, m.status, m.created_at, m.importance, m.last_confirmed_at)
-        where = read_filter_clause(read_filter, now=now)
+        where = read_filter_clause(read_filter, now=now, by_ids=True)
         found: dict[str, EligibleMeta] = {}
         async with self._read() as conn:
             for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
@@ -576,7 +576,11 @@ class SqlStore:
         m = memories.c
         async with self._write() as conn:
             await conn.execute(
-                sa.update(memories).where(m.tenant_id == tenant_id, m.id.in_(list(ids))).values(last_used_at=at)
+                sa.update(memories)
+                .where(
+                    m.tenant_id.concat("") == tenant_id, m.id.in_(list(ids))
+                )  # by primary key: see read_filter_clause
+                .values(last_used_at=at)
             )
 
     # -- owner settings --------------------------------------------------------------------
@@ -850,17 +854,25 @@ async def open_store(settings: Settings) -> SqlStore:
 # -- the ReadFilter in SQL -------------------------------------------------------------------
 
 
-def read_filter_clause(read_filter: ReadFilter, *, now: datetime | None = None) -> ColumnElement[bool]:
+def read_filter_clause(
+    read_filter: ReadFilter, *, now: datetime | None = None, by_ids: bool = False
+) -> ColumnElement[bool]:
     """The WHERE clause for what `read_filter` admits; mirrors `ReadFilter.admits` exactly.
 
     tenant AND (any namespace clause) AND status AND sensitivity AND types AND (when `now` is
     given) not expired. No clauses admit nothing.
+
+    `by_ids`: the query also lists the ids (`id IN (...)`), so the primary key is the way in.
+    The tenant test is then written as `tenant_id || '' = ?` (same truth, no index can serve it),
+    because SQLite's planner, without statistics, otherwise walks a whole tenant through a
+    tenant-led index: 25 ms at 100k memories instead of well under one.
     """
     if not read_filter.clauses:
         return sa.false()
     m = memories.c
+    tenant = m.tenant_id.concat("") if by_ids else m.tenant_id
     conditions: list[ColumnElement[bool]] = [
-        m.tenant_id == read_filter.tenant_id,
+        tenant == read_filter.tenant_id,
         sa.or_(*(_namespace_clause(c) for c in read_filter.clauses)),
         m.status.in_([s.value for s in read_filter.statuses]),
         m.sensitivity_rank <= sensitivity_rank(read_filter.max_sensitivity),
