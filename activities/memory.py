@@ -145,10 +145,12 @@ class MemoryActivities:
             for rel in relevances
             if rel.memory_id in meta
         ]
-        ranked = ranking.rank(candidates, now, request.k, self.deps.settings.ranking())
+        ranked = ranking.rank(candidates, now, len(candidates), self.deps.settings.ranking())
         hits: list[Hit] = []
         withheld: list[dict[str, str]] = []
         for r in ranked:
+            if len(hits) == request.k:
+                break
             if request.consequence is Consequence.HIGH and meta[r.memory_id].status is Status.STALE:
                 # A stale memory is not a basis for a consequential action; Revalidate may verify it later.
                 withheld.append({"memory_id": r.memory_id, "reason": "stale"})

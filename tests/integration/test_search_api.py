@@ -226,6 +226,11 @@ async def test_stale_is_marked_and_withheld_on_high_consequence(api: Api) -> Non
     assert "freshness=stale" in low["context"]
     high = await api.search(alice, query="depot gate code", consequence="high")
     assert high["results"] == [] and high["withheld"] == [{"memory_id": stale.id, "reason": "stale"}]
+    # a withheld memory does not take a slot: the next eligible one fills it
+    fresh = await api.put(t, "synthetic: the depot gate opens at six")
+    high = await api.search(alice, query="depot gate code", consequence="high", k=1)
+    assert [r["memory_id"] for r in high["results"]] == [fresh.id]
+    assert high["withheld"] == [{"memory_id": stale.id, "reason": "stale"}]
 
 
 async def test_store_is_rechecked_when_the_index_lags_a_tombstone(api: Api) -> None:
