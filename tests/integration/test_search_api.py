@@ -21,6 +21,8 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from activities.deps import Deps
 from activities.memory import index_point
@@ -284,3 +286,37 @@ async def test_last_used_at_is_recorded_after_the_read(api: Api) -> None:
         assert time.monotonic() < deadline, "last_used_at was never written"
         await asyncio.sleep(0.1)
     assert stored.last_used_at >= before
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    role=st.sampled_from(["user", "agent"]),
+    sub=st.sampled_from(["alice", "bob", "svc"]),
+    agent=st.sampled_from(["planner", "scribe"]),
+    on_behalf_of=st.sampled_from(["alice", "bob"]),
+    stores=st.lists(st.sampled_from(["team-x", "team-y"]), unique=True, max_size=2),
+)
+async def test_another_tenants_id_is_404_and_never_searchable(
+    api: Api, role: str, sub: str, agent: str, on_behalf_of: str, stores: list[str]
+) -> None:
+    home, foreign = tenant(), tenant()
+    text = "synthetic: the spare key is under the zebrawood shelf"
+    mine = [
+        await api.put(home, text),
+        await api.put(home, text + " (planner)", scope=Scope.AGENT, agent_id="planner"),
+        await api.put(home, text + " (team)", scope=Scope.SHARED, store="team-x"),
+    ]
+    claims: dict[str, Any] = {"stores": stores}
+    if role == "agent":
+        claims |= {"agent": agent, "on_behalf_of": on_behalf_of}
+    stranger = api.auth(foreign, sub, role, **claims)
+    unknown = await api.http.get(f"/v1/memories/{uuid.uuid4()}", headers=stranger)
+    for record in mine:
+        answer = await api.http.get(f"/v1/memories/{record.id}", headers=stranger)
+        assert answer.status_code == 404
+        # indistinguishable from an id that does not exist (but for the path it names)
+        assert {k: v for k, v in answer.json().items() if k != "instance"} == {
+            k: v for k, v in unknown.json().items() if k != "instance"
+        }
+    found = await api.search(stranger, query=text, k=50)
+    assert not {r["memory_id"] for r in found["results"]} & {r.id for r in mine}
