@@ -186,7 +186,7 @@ SWEEP = (
 
 
 def sweep_name(p: ranking.RankingParams) -> str:
-    floor = "no floor" if p.min_cosine <= -1 else f"floor cos>={p.min_cosine}|bm25>={p.min_bm25}"
+    floor = "no floor" if p.min_cosine <= -1 else f"floor cos>={p.min_cosine} or bm25>={p.min_bm25}"
     return f"fused d={p.dense_weight} s={p.sparse_weight}, {floor}"
 
 
