@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from activities.memory import index_point
+from activities.indexing import index_point
 from bench.stack import Stack, running_stack, summary_ms
 from memwarden.identity import Principal, Role, read_filter
 from memwarden.records import MemoryRecord, MemoryType, RetrieveInput, SourceKind, Status, content_hash

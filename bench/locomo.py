@@ -8,7 +8,8 @@ What it does (../shared/bench/README.md describes the data and the measure):
    owner (the user token): content "speaker: text [image: caption]", type episodic, source_kind
    user, reason user_stated_fact, importance 0.8 (explicit), an idempotency key per turn. Each turn
    is mapped to the `memory_id` the API answered (for NOOP, the live duplicate's id); REJECTs map
-   to nothing (their evidence then counts as missed). Counts by decision are reported.
+   to nothing (their evidence then counts as missed). A PENDING (staged) turn is confirmed by its
+   owner through `POST /v1/memories/{id}/confirm`, as a person would. Counts by decision are reported.
 3. Asks every question of categories 1-4 with valid evidence as `POST /v1/search` (k=10) by an
    agent serving that owner, and scores recall@k = |evidence memories in top k| / |evidence memories|
    for k = 1, 5, 10, overall and per category, with search latency p50/p95.
@@ -166,6 +167,16 @@ async def load_turns(stack: Stack, corpus: Corpus, tenant: str) -> tuple[dict[tu
                 continue
             out = answer.json()
             decisions[out["decision"]] += 1
+            if out["decision"] == "PENDING" and out.get("memory_id"):
+                # Staged by the gate (e.g. "always ..." reads as behaviour-changing): the owner, who
+                # said it, confirms it, as a person would on their memory page.
+                confirmed = await stack.http.post(
+                    f"/v1/memories/{out['memory_id']}/confirm", headers={"Authorization": f"Bearer {tokens[t.conv]}"}
+                )
+                if confirmed.status_code == 200 and confirmed.json()["decision"] in ("ADD", "UPDATE"):
+                    decisions["PENDING confirmed by the owner"] += 1
+                    mapping[(t.conv, t.dia_id)] = confirmed.json()["memory_id"] or out["memory_id"]
+                continue
             if out.get("memory_id") and out["decision"] in ("ADD", "UPDATE", "NOOP"):
                 mapping[(t.conv, t.dia_id)] = out["memory_id"]
             done = sum(decisions.values())

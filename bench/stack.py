@@ -24,17 +24,19 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.deps import Deps
-from activities.memory import MemoryActivities
 from api.app import create_app
 from bench.floor import FloorWorkflow, noop
 from memwarden.config import Settings
 from memwarden.identity import mint_token
 from worker.devserver import DevServer, free_port
-from worker.runtime import open_deps
+from worker.runtime import build_worker, open_deps
 from worker.sandbox import SANDBOX
 from worker.stack import run_api
 from worker.temporal_client import connect
-from workflows import ALL_WORKFLOWS
+
+
+def floor_queue(settings: Settings) -> str:
+    return f"{settings.temporal_task_queue}-floor"
 
 
 @dataclass
@@ -56,7 +58,7 @@ class Stack:
             FloorWorkflow.run,
             "x",
             id=f"floor-{uuid.uuid4()}",
-            task_queue=self.settings.temporal_task_queue,
+            task_queue=floor_queue(self.settings),
             request_eager_start=True,
         )
         return time.perf_counter() - start
@@ -79,17 +81,18 @@ async def running_stack(data_dir: Path) -> AsyncIterator[Stack]:
         )
         client = await connect(settings)
         async with open_deps(settings) as deps:
-            acts = MemoryActivities(deps)
-            worker = Worker(
+            worker = build_worker(client, deps)  # exactly the production worker
+            # The floor on a worker of its own (same client, same process, so eager start applies too).
+            floor_worker = Worker(
                 client,
-                task_queue=settings.temporal_task_queue,
-                workflows=[*ALL_WORKFLOWS, FloorWorkflow],
-                activities=[*acts.all(), noop],
+                task_queue=floor_queue(settings),
+                workflows=[FloorWorkflow],
+                activities=[noop],
                 workflow_runner=SANDBOX,
                 max_concurrent_local_activities=32,
             )
             app = create_app(settings, temporal=client, store=deps.store)
-            async with worker:
+            async with worker, floor_worker:
                 servers: list[uvicorn.Server] = []
                 serving = asyncio.create_task(run_api(settings, servers, app))
                 deadline = time.monotonic() + 60

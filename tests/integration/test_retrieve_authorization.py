@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from qdrant_client import AsyncQdrantClient
 
 from activities.deps import Deps
-from activities.memory import MemoryActivities, index_point
+from activities.indexing import index_point
+from activities.memory import MemoryActivities
 from memwarden.config import Settings
 from memwarden.embed import MiniLMEmbedder, default_embedder
 from memwarden.identity import Principal, Role, read_filter

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from activities.deps import Deps
-from activities.memory import index_point
+from activities.indexing import index_point
 from api.app import create_app
 from memwarden.config import Settings
 from memwarden.identity import Principal, Role, mint_token, read_filter
