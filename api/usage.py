@@ -28,6 +28,7 @@ class LastUsedRecorder:
         self._interval = interval
         self._pending: dict[str, dict[str, datetime]] = defaultdict(dict)
         self._task: asyncio.Task[None] | None = None
+        self._writing = 0
 
     def record(self, tenant: str, ids: list[str], at: datetime) -> None:
         """Note a use; returns at once (the write happens later, in the recorder's task)."""
@@ -42,7 +43,8 @@ class LastUsedRecorder:
 
     @property
     def pending(self) -> int:
-        return sum(len(b) for b in self._pending.values())
+        """Uses noted but not yet written (including those being written right now)."""
+        return sum(len(b) for b in self._pending.values()) + self._writing
 
     async def _run(self) -> None:
         while self._pending:
@@ -52,6 +54,13 @@ class LastUsedRecorder:
     async def flush(self) -> None:
         """Write everything noted so far (one UPDATE per tenant and timestamp); failures are logged, ids count only."""
         pending, self._pending = self._pending, defaultdict(dict)
+        self._writing += sum(len(b) for b in pending.values())
+        try:
+            await self._write(pending)
+        finally:
+            self._writing -= sum(len(b) for b in pending.values())
+
+    async def _write(self, pending: dict[str, dict[str, datetime]]) -> None:
         for tenant, batch in pending.items():
             by_time: dict[datetime, list[str]] = defaultdict(list)
             for memory_id, at in batch.items():
