@@ -47,6 +47,7 @@ CATEGORIES = (1, 2, 3, 4)
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 DIA_ID = re.compile(r"D\d+:\d+")
 LOAD_CONCURRENCY = 4
+CONFIRMED = "PENDING confirmed by the owner"
 
 
 @dataclass
@@ -174,12 +175,12 @@ async def load_turns(stack: Stack, corpus: Corpus, tenant: str) -> tuple[dict[tu
                     f"/v1/memories/{out['memory_id']}/confirm", headers={"Authorization": f"Bearer {tokens[t.conv]}"}
                 )
                 if confirmed.status_code == 200 and confirmed.json()["decision"] in ("ADD", "UPDATE"):
-                    decisions["PENDING confirmed by the owner"] += 1
+                    decisions[CONFIRMED] += 1
                     mapping[(t.conv, t.dia_id)] = confirmed.json()["memory_id"] or out["memory_id"]
                 continue
             if out.get("memory_id") and out["decision"] in ("ADD", "UPDATE", "NOOP"):
                 mapping[(t.conv, t.dia_id)] = out["memory_id"]
-            done = sum(decisions.values())
+            done = sum(n for d, n in decisions.items() if d != CONFIRMED)
             if done % 500 == 0:
                 print(f"  loaded {done}/{len(corpus.turns)} in {time.monotonic() - started:.0f}s", flush=True)
 
