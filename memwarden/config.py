@@ -19,10 +19,9 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memwarden.policy.gate import GatePolicy
-from memwarden.stores.audit_signing import CheckpointSigner, CheckpointVerifier
-    )
 from memwarden.policy.ranking import DEFAULT_PARAMS as DEFAULT_RANKING
 from memwarden.policy.ranking import RankingParams
+from memwarden.stores.audit_signing import CheckpointSigner, CheckpointVerifier
 
 
 class Profile(StrEnum):
