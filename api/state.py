@@ -34,7 +34,8 @@ State = Annotated[ApiState, Depends(get_state)]
 _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
 
 
-async def get_principal(request: Request, state: State) -> Principal:
+def get_principal(request: Request, state: ApiState) -> Principal:
+    """The verified bearer token's principal (callable directly, e.g. by the codec routes)."""
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
@@ -47,7 +48,12 @@ async def get_principal(request: Request, state: State) -> Principal:
         ) from None
 
 
-Caller = Annotated[Principal, Depends(get_principal)]
+async def caller_principal(request: Request, state: State) -> Principal:
+    """The `Caller` dependency: async, so FastAPI does not run it in its thread pool (a hop per request)."""
+    return get_principal(request, state)
+
+
+Caller = Annotated[Principal, Depends(caller_principal)]
 
 
 def require_roles(principal: Principal, *roles: Role) -> None:
