@@ -13,7 +13,9 @@ from temporalio import activity
 
 from activities.deps import Deps
 from activities.indexing import index_point
+from memwarden.policy import ranking
 from memwarden.records import (
+    Consequence,
     Decision,
     Hit,
     MemoryRecord,
@@ -27,6 +29,14 @@ from memwarden.records import (
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
 from workflows.names import COMMIT_MEMORY, INDEX_HEALTH, SEARCH_MEMORIES
+
+CANDIDATE_FACTOR = 4
+MIN_CANDIDATES = 50
+"""Each retriever offers max(4k, 50) candidates: fusion needs depth (the best BM25 hit sets the scale)."""
+
+
+def candidate_depth(k: int) -> int:
+    return max(k * CANDIDATE_FACTOR, MIN_CANDIDATES)
 
 
 class CandidateGone(Exception):
@@ -104,7 +114,14 @@ class MemoryActivities:
 
     @activity.defn(name=SEARCH_MEMORIES)
     async def search_memories(self, request: RetrieveInput) -> RetrieveResult:
-        """Filtered hybrid search, then eligibility re-checked against the store (the index may lag)."""
+        """Authorize before rank: both retrievers run with the read filter inside their queries, every
+        candidate is re-checked against the durable store (the index may lag a tombstone; the store
+        never does), and only then ranked: relevance floor, fusion, recency and importance.
+
+        Returns ids and scores only; content stays in the store (the API loads it after its own check).
+        """
+        if request.k < 1:
+            raise ValueError("k must be >= 1")
         now = datetime.now(UTC)
         query = request.query
         if request.query_ref is not None:
@@ -112,18 +129,40 @@ class MemoryActivities:
             if parked is None:
                 raise CandidateGone(request.query_ref)
             query = parked
-        [dense] = await self._embed([query])
-        hits = await self.deps.index.search(
+        [dense] = await self._embed([query or ""])
+        found = await self.deps.index.hybrid(
             dense=dense,
             text=query,
             read_filter=request.read_filter,
             now_ts=now.timestamp(),
-            limit=request.k * 2,
+            limit=candidate_depth(request.k),
         )
-        records = await self.deps.store.eligible(request.read_filter, [h.memory_id for h in hits], now)
-        allowed = {r.id for r in records}
-        kept = [Hit(memory_id=h.memory_id, score=h.score) for h in hits if h.memory_id in allowed]
-        return RetrieveResult(hits=kept[: request.k])
+        relevances = ranking.merge(
+            [(h.memory_id, h.score) for h in found.dense], [(h.memory_id, h.score) for h in found.sparse]
+        )
+        meta = await self.deps.store.eligible_meta(request.read_filter, [r.memory_id for r in relevances], now)
+        candidates = [
+            ranking.Candidate(
+                relevance=rel,
+                created_at=meta[rel.memory_id].created_at,
+                importance=meta[rel.memory_id].importance,
+                last_confirmed_at=meta[rel.memory_id].last_confirmed_at,
+            )
+            for rel in relevances
+            if rel.memory_id in meta
+        ]
+        ranked = ranking.rank(candidates, now, len(candidates), self.deps.settings.ranking())
+        hits: list[Hit] = []
+        withheld: list[dict[str, str]] = []
+        for r in ranked:
+            if len(hits) == request.k:
+                break
+            if request.consequence is Consequence.HIGH and meta[r.memory_id].status is Status.STALE:
+                # A stale memory is not a basis for a consequential action; Revalidate may verify it later.
+                withheld.append({"memory_id": r.memory_id, "reason": "stale"})
+                continue
+            hits.append(Hit(memory_id=r.memory_id, score=round(r.score, 6)))
+        return RetrieveResult(hits=hits, withheld=withheld)
 
     @activity.defn(name=INDEX_HEALTH)
     async def index_health(self) -> bool:

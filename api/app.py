@@ -14,6 +14,7 @@ from api.routes import audit, codec, forget, health, memories, search
 from api.routes import settings as settings_routes
 from api.state import ApiState
 from api.telemetry import metrics_router
+from api.usage import LastUsedRecorder
 from memwarden.config import Settings
 from memwarden.stores.sql import SqlStore, open_store
 
@@ -28,10 +29,12 @@ def create_app(settings: Settings, *, temporal: Client | None = None, store: Sql
         own_store = store is None
         sql = store or await open_store(settings)
         client = temporal or await connect(settings)
-        app.state.mw = ApiState(settings=settings, store=sql, temporal=client)
+        usage = LastUsedRecorder(sql)
+        app.state.mw = ApiState(settings=settings, store=sql, temporal=client, usage=usage)
         try:
             yield
         finally:
+            await usage.close()
             if own_store:
                 await sql.close()
 

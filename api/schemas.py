@@ -35,6 +35,9 @@ class SearchIn(BaseModel):
     query: str = Field(min_length=1)
     k: int | None = Field(default=None, ge=1)
     types: list[MemoryType] | None = Field(default=None, min_length=1)
+    max_sensitivity: Sensitivity | None = Field(
+        default=None, description="Only memories at or below this sensitivity (public < low < ... < restricted)."
+    )
     consequence: Consequence = Consequence.LOW
 
 

@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 from temporalio.client import Client
 
 from api.problems import Problem
+from api.usage import LastUsedRecorder
 from memwarden.config import Settings
 from memwarden.identity import AuthError, Principal, Role, verify_token
 from memwarden.stores.sql import SqlStore
@@ -19,9 +20,12 @@ class ApiState:
     settings: Settings
     store: SqlStore
     temporal: Client
+    usage: LastUsedRecorder | None = None
+    """Batches `last_used_at` writes off the read path (started by the app's lifespan)."""
 
 
-def get_state(request: Request) -> ApiState:
+async def get_state(request: Request) -> ApiState:
+    # async on purpose: FastAPI runs a plain `def` dependency in its thread pool, a hop per request.
     return request.app.state.mw  # type: ignore[no-any-return]
 
 
@@ -30,7 +34,8 @@ State = Annotated[ApiState, Depends(get_state)]
 _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
 
 
-def get_principal(request: Request, state: State) -> Principal:
+def get_principal(request: Request, state: ApiState) -> Principal:
+    """The verified bearer token's principal (callable directly, e.g. by the codec routes)."""
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
@@ -43,7 +48,12 @@ def get_principal(request: Request, state: State) -> Principal:
         ) from None
 
 
-Caller = Annotated[Principal, Depends(get_principal)]
+async def caller_principal(request: Request, state: State) -> Principal:
+    """The `Caller` dependency: async, so FastAPI does not run it in its thread pool (a hop per request)."""
+    return get_principal(request, state)
+
+
+Caller = Annotated[Principal, Depends(caller_principal)]
 
 
 def require_roles(principal: Principal, *roles: Role) -> None:

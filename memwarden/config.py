@@ -19,6 +19,8 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memwarden.policy.gate import GatePolicy
+from memwarden.policy.ranking import DEFAULT_PARAMS as DEFAULT_RANKING
+from memwarden.policy.ranking import RankingParams
 from memwarden.stores.audit_signing import CheckpointSigner, CheckpointVerifier
 
 
@@ -159,6 +161,42 @@ class Settings(BaseSettings):
         default_factory=lambda: ["http://127.0.0.1:8233", "http://localhost:8233"],
         description="Origins (the Temporal Web UI) allowed to call /codec/* from the browser.",
     )
+    rank_dense_weight: float = Field(
+        default=DEFAULT_RANKING.dense_weight, ge=0.0, description="Search: weight of the dense cosine in fusion."
+    )
+    rank_sparse_weight: float = Field(
+        default=DEFAULT_RANKING.sparse_weight,
+        ge=0.0,
+        description="Search: weight of the BM25 score (divided by the best candidate's) in fusion.",
+    )
+    rank_min_cosine: float = Field(
+        default=DEFAULT_RANKING.min_cosine,
+        ge=-1.0,
+        le=1.0,
+        description="Search relevance floor: a hit passes with at least this cosine (or the BM25 floor).",
+    )
+    rank_min_bm25: float = Field(
+        default=DEFAULT_RANKING.min_bm25,
+        ge=0.0,
+        description="Search relevance floor: a hit passes with at least this raw BM25 score (or the cosine floor).",
+    )
+    rank_recency_weight: float = Field(
+        default=DEFAULT_RANKING.recency_weight,
+        ge=0.0,
+        le=1.0,
+        description="Search: the largest share of a score that age can take away.",
+    )
+    rank_recency_half_life_days: float = Field(
+        default=DEFAULT_RANKING.recency_half_life_days,
+        gt=0.0,
+        description="Search: days after which recency counts half (from creation or last confirmation).",
+    )
+    rank_importance_weight: float = Field(
+        default=DEFAULT_RANKING.importance_weight,
+        ge=0.0,
+        le=1.0,
+        description="Search: the largest share of a score that low importance can take away.",
+    )
 
     workflow_timeout_seconds: float = Field(
         default=30.0, gt=0, description="How long the API waits for a workflow's answer."
@@ -173,6 +211,18 @@ class Settings(BaseSettings):
     confirmation_window_seconds: int = Field(
         default=24 * 3600, gt=0, description="How long a PENDING write waits for confirmation before rejection."
     )
+
+    def ranking(self) -> RankingParams:
+        """Retrieve's ranking knobs (memwarden.policy.ranking); defaults tuned on LoCoMo (README)."""
+        return RankingParams(
+            dense_weight=self.rank_dense_weight,
+            sparse_weight=self.rank_sparse_weight,
+            min_cosine=self.rank_min_cosine,
+            min_bm25=self.rank_min_bm25,
+            recency_weight=self.rank_recency_weight,
+            recency_half_life_days=self.rank_recency_half_life_days,
+            importance_weight=self.rank_importance_weight,
+        )
 
     @model_validator(mode="after")
     def _profile_defaults(self) -> Settings:

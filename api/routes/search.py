@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, BackgroundTasks, Body
+from fastapi import APIRouter, Body
 from temporalio.client import WorkflowFailureError
 
 from api.problems import Problem
@@ -15,8 +15,9 @@ from api.schemas import SearchIn, SearchOut, SearchResultOut
 from api.state import Caller, State
 from api.telemetry import traced
 from memwarden.identity import Role, read_filter
+from memwarden.policy.freshness import read_freshness
 from memwarden.policy.render import context_block, label
-from memwarden.records import Freshness, RetrieveInput, Status
+from memwarden.records import RetrieveInput, Sensitivity
 from memwarden.stores.audit import read_event
 from memwarden.telemetry import SEARCH_MEMORY
 from workflows.retrieve import RetrieveWorkflow
@@ -29,9 +30,7 @@ QUERY_CLAIM_TTL = timedelta(minutes=5)
 
 @router.post("/search", response_model=SearchOut)
 @traced(SEARCH_MEMORY)
-async def search(
-    state: State, caller: Caller, body: Annotated[SearchIn, Body()], background: BackgroundTasks
-) -> SearchOut:
+async def search(state: State, caller: Caller, body: Annotated[SearchIn, Body()]) -> SearchOut:
     settings = state.settings
     if len(body.query) > settings.max_query_chars:
         raise Problem(413, "query_too_large", f"query exceeds {settings.max_query_chars} characters", field="query")
@@ -40,7 +39,11 @@ async def search(
         raise Problem(422, "validation_failed", f"k is at most {settings.max_k}", field="k")
     if caller.role not in (Role.USER, Role.AGENT):
         raise Problem(403, "forbidden_role", f"role {caller.role.value} cannot search memory content")
-    rf = read_filter(caller, types=tuple(body.types) if body.types else None)
+    rf = read_filter(
+        caller,
+        types=tuple(dict.fromkeys(body.types)) if body.types else None,
+        max_sensitivity=body.max_sensitivity or Sensitivity.RESTRICTED,
+    )
     workflow_id = f"retrieve-{uuid.uuid4()}"
     if not rf.clauses or not await memory_enabled(state, caller):
         return SearchOut(results=[], withheld=[], context="", workflow_id=workflow_id)
@@ -65,7 +68,7 @@ async def search(
     scores = {h.memory_id: h.score for h in result.hits}
     # Claim check: content is loaded only for ids that are still eligible right now.
     records = sorted(await state.store.eligible(rf, list(scores), now), key=lambda r: -scores[r.id])
-    entries = [(r, Freshness.STALE if r.status is Status.STALE else Freshness.FRESH) for r in records]
+    entries = [(r, read_freshness(r)) for r in records]
     results = [
         SearchResultOut(
             memory_id=r.id,
@@ -93,8 +96,8 @@ async def search(
             consequence=body.consequence.value,
         )
     )
-    if records:
-        background.add_task(state.store.touch_last_used, caller.tenant, [r.id for r in records], now)
+    if records and state.usage is not None:
+        state.usage.record(caller.tenant, [r.id for r in records], now)  # written later, in a batch
     return SearchOut(
         results=results,
         withheld=[{"memory_id": w["memory_id"], "reason": w["reason"]} for w in result.withheld],

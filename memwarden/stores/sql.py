@@ -20,6 +20,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
@@ -69,6 +70,16 @@ _PING_TIMEOUT = 2.0
 
 _RECORD_FIELDS: tuple[str, ...] = tuple(MemoryRecord.model_fields)
 _AUDIT_FIELDS: tuple[str, ...] = tuple(AuditEventIn.model_fields)
+
+
+@dataclass(frozen=True)
+class EligibleMeta:
+    """What ranking needs of an eligible memory (no content)."""
+
+    status: Status
+    created_at: datetime
+    importance: float
+    last_confirmed_at: datetime | None
 
 
 class ConcurrencyConflict(Exception):
@@ -278,6 +289,22 @@ class SqlStore:
                 raise ValueError(f"memory id {record.id} is taken in another tenant")
             return existing
 
+    async def bulk_insert_memories(self, records: Sequence[MemoryRecord]) -> int:
+        """Insert many new memories in one transaction (benchmarks and imports; no gate, no audit).
+
+        Ids already present are skipped, so a repeated load is harmless; returns how many were new.
+        """
+        if not records:
+            return 0
+        rows = [_record_to_row(r) | {"idempotency_key": None, "derived_from": None} for r in records]
+        inserted = 0
+        async with self._write() as conn:
+            for start in range(0, len(rows), _CHUNK):
+                chunk = rows[start : start + _CHUNK]
+                result = await conn.execute(self._insert(memories).on_conflict_do_nothing(), chunk)
+                inserted += max(result.rowcount, 0)
+        return inserted
+
     async def live_slot_holder(
         self, tenant_id: str, owner_id: str, scope: str, agent_id: str | None, store: str | None, slot: str
     ) -> MemoryRecord | None:
@@ -426,7 +453,7 @@ class SqlStore:
         if not ids or not read_filter.clauses:
             return []
         ordered = list(dict.fromkeys(ids))
-        where = read_filter_clause(read_filter, now=now)
+        where = read_filter_clause(read_filter, now=now, by_ids=True)
         found: dict[str, MemoryRecord] = {}
         async with self._read() as conn:
             for chunk in _chunks(ordered, _CHUNK):
@@ -434,6 +461,32 @@ class SqlStore:
                 for row in rows.mappings():
                     found[row["id"]] = _row_to_record(row)
         return [found[i] for i in ordered if i in found]
+
+    async def eligible_meta(
+        self, read_filter: ReadFilter, ids: Sequence[str], now: datetime
+    ) -> dict[str, EligibleMeta]:
+        """`eligible`, for ranking: the same re-check, returning only what ranking needs, never content.
+
+        Retrieve re-checks up to a hundred index candidates per query; loading their content (and
+        building full records) would cost time and bring memory text into the search path for nothing.
+        """
+        if not ids or not read_filter.clauses:
+            return {}
+        m = memories.c
+        columns = (m.id, m.status, m.created_at, m.importance, m.last_confirmed_at)
+        where = read_filter_clause(read_filter, now=now, by_ids=True)
+        found: dict[str, EligibleMeta] = {}
+        async with self._read() as conn:
+            for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
+                rows = await conn.execute(sa.select(*columns).where(where, m.id.in_(chunk)))
+                for row in rows:
+                    found[row.id] = EligibleMeta(
+                        status=Status(row.status),
+                        created_at=row.created_at,
+                        importance=row.importance,
+                        last_confirmed_at=row.last_confirmed_at,
+                    )
+        return found
 
     async def list_memories(
         self, read_filter: ReadFilter, *, limit: int, cursor: str | None, now: datetime | None = None
@@ -533,7 +586,11 @@ class SqlStore:
         m = memories.c
         async with self._write() as conn:
             await conn.execute(
-                sa.update(memories).where(m.tenant_id == tenant_id, m.id.in_(list(ids))).values(last_used_at=at)
+                sa.update(memories)
+                .where(
+                    m.tenant_id.concat("") == tenant_id, m.id.in_(list(ids))
+                )  # by primary key: see read_filter_clause
+                .values(last_used_at=at)
             )
 
     # -- owner settings --------------------------------------------------------------------
@@ -807,17 +864,25 @@ async def open_store(settings: Settings) -> SqlStore:
 # -- the ReadFilter in SQL -------------------------------------------------------------------
 
 
-def read_filter_clause(read_filter: ReadFilter, *, now: datetime | None = None) -> ColumnElement[bool]:
+def read_filter_clause(
+    read_filter: ReadFilter, *, now: datetime | None = None, by_ids: bool = False
+) -> ColumnElement[bool]:
     """The WHERE clause for what `read_filter` admits; mirrors `ReadFilter.admits` exactly.
 
     tenant AND (any namespace clause) AND status AND sensitivity AND types AND (when `now` is
     given) not expired. No clauses admit nothing.
+
+    `by_ids`: the query also lists the ids (`id IN (...)`), so the primary key is the way in.
+    The tenant test is then written as `tenant_id || '' = ?` (same truth, no index can serve it),
+    because SQLite's planner, without statistics, otherwise walks a whole tenant through a
+    tenant-led index: 25 ms at 100k memories instead of well under one.
     """
     if not read_filter.clauses:
         return sa.false()
     m = memories.c
+    tenant = m.tenant_id.concat("") if by_ids else m.tenant_id
     conditions: list[ColumnElement[bool]] = [
-        m.tenant_id == read_filter.tenant_id,
+        tenant == read_filter.tenant_id,
         sa.or_(*(_namespace_clause(c) for c in read_filter.clauses)),
         m.status.in_([s.value for s in read_filter.statuses]),
         m.sensitivity_rank <= sensitivity_rank(read_filter.max_sensitivity),

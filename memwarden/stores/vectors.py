@@ -8,14 +8,16 @@ what the read filter needs. The memory's text is never stored in the index.
 
 Authorization happens inside the query: `search` translates a `ReadFilter` into a Qdrant filter and
 puts it inside *each* prefetch (dense and sparse), so a point the principal may not read is never a
-candidate, however similar it is. Fusion is Qdrant's own weighted reciprocal rank fusion, so
-`Hit.score` is a rank-based RRF score, not a cosine similarity.
+candidate, however similar it is. `search` fuses inside the engine by Qdrant's weighted reciprocal
+rank fusion (`Hit.score` is rank-based); `hybrid` returns both retrievers' real scores instead, which
+Retrieve fuses with tuned weights and floors in `memwarden.policy.ranking`.
 """
 
 from __future__ import annotations
 
 import threading
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from qdrant_edge import Bm25, Bm25Config, SparseVector
@@ -83,6 +85,17 @@ class VectorIndex(Protocol):
         """Dense-only search whose `Hit.score` is the cosine similarity: for dedupe and relevance floors."""
         ...
 
+    async def hybrid(
+        self, *, dense: list[float], text: str, read_filter: ReadFilter, now_ts: float, limit: int
+    ) -> HybridHits:
+        """Both retrievers' candidates with their *real* scores, each filtered inside its own query.
+
+        Dense scores are cosine similarities; BM25 scores use IDF counted over the points this read
+        filter admits (the principal's own namespaces), so neither another tenant nor another person
+        in the same tenant moves them. For score fusion and the relevance floor in `policy.ranking`.
+        """
+        ...
+
     async def count(self) -> int:
         """Exact number of points held."""
         ...
@@ -94,6 +107,14 @@ class VectorIndex(Protocol):
     async def close(self) -> None:
         """Release the engine; pending writes are flushed first."""
         ...
+
+
+@dataclass(frozen=True)
+class HybridHits:
+    """The dense and the BM25 candidates of one query, best first, each with its engine's own score."""
+
+    dense: list[Hit]
+    sparse: list[Hit]
 
 
 class IndexUnavailable(RuntimeError):

@@ -62,6 +62,7 @@ from memwarden.stores.vectors import (
     RRF_K,
     SPARSE,
     TENANT_FIELD,
+    HybridHits,
     IndexUnavailable,
     bm25_document,
     bm25_query,
@@ -109,6 +110,10 @@ def _clause_filter(clause: NamespaceClause) -> Filter:
 FLUSH_DELAY_S = 0.5
 """How long an upsert may wait for the group flush; a crash loses at most this much, and reconcile repairs it."""
 FLUSHED_AT_FILE = "memwarden_flushed_at"
+
+
+def _hits(points: list) -> list[Hit]:
+    return [Hit(memory_id=str(uuid.UUID(str(p.id))), score=float(p.score)) for p in points]
 
 
 def _config(dim: int) -> EdgeConfig:
@@ -325,6 +330,37 @@ class EdgeIndex:
         async with self._reading() as shard:
             scored = await asyncio.to_thread(shard.query, request)
         return [Hit(memory_id=str(uuid.UUID(str(p.id))), score=float(p.score)) for p in scored]
+
+    async def hybrid(
+        self, *, dense: list[float], text: str, read_filter: ReadFilter, now_ts: float, limit: int
+    ) -> HybridHits:
+        check_search_args(dense, self._dim, limit, 1.0, 1.0)
+        flt = edge_filter(read_filter, now_ts)
+        if flt is None:
+            return HybridHits(dense=[], sparse=[])
+        shard = await self._ready()
+        dense_request = QueryRequest(
+            limit=limit, query=Query.Nearest(dense, using=DENSE), filter=flt, with_payload=False, with_vector=False
+        )
+        sparse = bm25_query(text)
+        sparse_request = None
+        if sparse is not None:
+            sparse_request = QueryRequest(
+                limit=limit,
+                query=Query.Nearest(sparse, using=SPARSE),
+                filter=flt,
+                # IDF over what this principal may read: no one else's memories move its scores.
+                params=SearchParams(idf=IdfParams(corpus=flt)),
+                with_payload=False,
+                with_vector=False,
+            )
+
+        def run() -> tuple[list, list]:
+            # One thread hop for both queries: the shard answers each in well under a millisecond.
+            return shard.query(dense_request), (shard.query(sparse_request) if sparse_request else [])
+
+        dense_points, sparse_points = await asyncio.to_thread(run)
+        return HybridHits(dense=_hits(dense_points), sparse=_hits(sparse_points))
 
     async def count(self) -> int:
         async with self._reading() as shard:

@@ -21,6 +21,7 @@ from memwarden.stores.vectors import (
     RRF_K,
     SPARSE,
     TENANT_FIELD,
+    HybridHits,
     bm25_document,
     bm25_query,
     check_dim,
@@ -241,6 +242,38 @@ class QdrantClientIndex:
             with_vectors=False,
         )
         return [Hit(memory_id=point_id(str(p.id)), score=float(p.score)) for p in response.points]
+
+    async def hybrid(
+        self, *, dense: list[float], text: str, read_filter: ReadFilter, now_ts: float, limit: int
+    ) -> HybridHits:
+        check_search_args(dense, self._dim, limit, 1.0, 1.0)
+        flt = qdrant_filter(read_filter, now_ts)
+        if flt is None:
+            return HybridHits(dense=[], sparse=[])
+        await self.ensure()
+        requests = [
+            models.QueryRequest(
+                query=dense, using=DENSE, filter=flt, limit=limit, with_payload=False, with_vector=False
+            )
+        ]
+        sparse = bm25_query(text)
+        if sparse is not None:
+            requests.append(
+                models.QueryRequest(
+                    query=models.SparseVector(indices=list(sparse.indices), values=list(sparse.values)),
+                    using=SPARSE,
+                    filter=flt,
+                    limit=limit,
+                    # IDF over what this principal may read: no one else's memories move its scores.
+                    params=models.SearchParams(idf=models.IdfCorpusParams(corpus=flt)),
+                    with_payload=False,
+                    with_vector=False,
+                )
+            )
+        # One round trip for both retrievers.
+        responses = await self._client.query_batch_points(self._collection, requests=requests)
+        hits = [[Hit(memory_id=point_id(str(p.id)), score=float(p.score)) for p in r.points] for r in responses]
+        return HybridHits(dense=hits[0], sparse=hits[1] if len(hits) > 1 else [])
 
     async def count(self) -> int:
         await self.ensure()

@@ -386,6 +386,18 @@ async def test_eligible_applies_every_part_of_the_filter_in_order(store: SqlStor
     got = await store.eligible(rf, order, now)
     expected = list(dict.fromkeys(i for i in order if i in {r.id for r in keep.values()}))
     assert [r.id for r in got] == expected
+    # the ranking variant re-checks with the same clause and returns metadata only
+    meta = await store.eligible_meta(rf, order, now)
+    assert set(meta) == set(expected)
+    for rec in got:
+        m = meta[rec.id]
+        assert (m.status, m.created_at, m.importance, m.last_confirmed_at) == (
+            rec.status,
+            rec.created_at,
+            rec.importance,
+            rec.last_confirmed_at,
+        )
+    assert await store.eligible_meta(rf, [], now) == {}
     # the SQL translation and ReadFilter.admits agree on every record
     for name, rec in [*keep.items(), *drop.items()]:
         assert rf.admits(rec, now) is (name in keep), name
@@ -403,6 +415,17 @@ async def test_a_filter_without_clauses_admits_nothing(store: SqlStore) -> None:
     assert await store.list_memories(empty, limit=10, cursor=None) == ([], None)
     wide = ReadFilter(tenant_id=t, clauses=(NamespaceClause(scope=Scope.USER),))
     assert [r.id for r in await store.eligible(wide, [rec.id], BASE)] == [rec.id]
+    assert await store.eligible_meta(empty, [rec.id], BASE) == {}
+
+
+async def test_bulk_insert_skips_ids_already_present(store: SqlStore) -> None:
+    t = tenant()
+    first = [make_record(t) for _ in range(3)]
+    await store.bulk_insert_memories(first[:1])
+    await store.bulk_insert_memories(first)  # the repeated id is skipped, not an error
+    got = await store.get_many(t, [r.id for r in first])
+    assert set(got) == {r.id for r in first}
+    assert got[first[1].id].content == first[1].content
 
 
 async def test_list_paginates_newest_first_exactly_once(store: SqlStore) -> None:

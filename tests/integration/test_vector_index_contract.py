@@ -461,3 +461,63 @@ async def test_open_index_from_settings(tmp_path: Path, embedder: MiniLMEmbedder
         assert await idx.present([p.memory_id]) == [p.memory_id]
         await idx.close()
     assert (tmp_path / "index" / "edge_config.json").exists()
+
+
+async def test_hybrid_returns_real_scores_from_both_retrievers(index: VectorIndex, embedder: MiniLMEmbedder) -> None:
+    keyword = point(embedder, "The spare key is taped under the zebrawood shelf")
+    meaning = point(embedder, "I live in Berlin")
+    unrelated = point(embedder, "Allergic to peanuts")
+    await index.upsert([keyword, meaning, unrelated])
+    query = "zebrawood: which city is my home?"
+    dense = embedder.embed([query])[0]
+    got = await index.hybrid(dense=dense, text=query, read_filter=user_filter(), now_ts=NOW, limit=10)
+    # Dense: every readable point, scored by cosine (unit vectors: dot product).
+    assert {h.memory_id for h in got.dense} == {keyword.memory_id, meaning.memory_id, unrelated.memory_id}
+    by_id = {p.memory_id: p for p in (keyword, meaning, unrelated)}
+    for hit in got.dense:
+        expected = sum(a * b for a, b in zip(dense, by_id[hit.memory_id].dense, strict=True))
+        assert hit.score == pytest.approx(expected, abs=1e-3)
+    # Sparse: only points sharing a non-stop-word token, with a positive BM25 score (not a rank).
+    assert [h.memory_id for h in got.sparse] == [keyword.memory_id]
+    assert got.sparse[0].score > 0.5
+
+
+async def test_hybrid_applies_the_filter_inside_both_retrievers(index: VectorIndex, embedder: MiniLMEmbedder) -> None:
+    text = "my locker code is kept in the zebrawood box"
+    foreign = [
+        point(embedder, text, tenant_id=T2),
+        point(embedder, text, owner_id=U2),
+        point(embedder, text, status=Status.TOMBSTONED),
+        point(embedder, text, sensitivity=Sensitivity.RESTRICTED),
+        point(embedder, text, expires_at_ts=NOW - 1),
+    ]
+    mine = point(embedder, "a box of tools in the garage")
+    await index.upsert([*foreign, mine])
+    rf = user_filter().model_copy(update={"max_sensitivity": Sensitivity.CONFIDENTIAL})
+    dense = embedder.embed([text])[0]
+    got = await index.hybrid(dense=dense, text=text, read_filter=rf, now_ts=NOW, limit=50)
+    assert [h.memory_id for h in got.dense] == [mine.memory_id]
+    assert [h.memory_id for h in got.sparse] == [mine.memory_id]  # shares "box"
+    nothing = ReadFilter(tenant_id=T1, clauses=(NamespaceClause(scope=Scope.USER, owner_ids=()),))
+    empty = await index.hybrid(dense=dense, text=text, read_filter=nothing, now_ts=NOW, limit=5)
+    assert empty.dense == [] and empty.sparse == []
+    stopwords = await index.hybrid(dense=dense, text="the and of", read_filter=rf, now_ts=NOW, limit=5)
+    assert stopwords.sparse == [] and [h.memory_id for h in stopwords.dense] == [mine.memory_id]
+
+
+async def test_hybrid_idf_is_counted_over_the_readable_namespaces(index: VectorIndex, embedder: MiniLMEmbedder) -> None:
+    rare_here = point(embedder, "zebrawood")
+    common_here = [point(embedder, "shelf"), point(embedder, "a tall shelf")]
+    await index.upsert([rare_here, *common_here])
+    query = "zebrawood shelf"
+    dense = embedder.embed([query])[0]
+
+    async def sparse_order() -> list[str]:
+        got = await index.hybrid(dense=dense, text=query, read_filter=user_filter(), now_ts=NOW, limit=10)
+        return [h.memory_id for h in got.sparse]
+
+    before = await sparse_order()
+    assert before[0] == rare_here.memory_id
+    # Another person in the *same* tenant makes "zebrawood" common: our scores must not move.
+    await index.upsert([point(embedder, "zebrawood zebrawood", owner_id=U2) for _ in range(30)])
+    assert await sparse_order() == before

@@ -1,0 +1,1 @@
+"""Benchmarks and retrieval-quality evaluations (run as `python -m bench.<name>`)."""

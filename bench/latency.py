@@ -1,0 +1,207 @@
+"""Search latency through the API beside the Temporal floor, measured in the same run, at 10k and 100k memories.
+
+    nice -n 10 .venv/bin/python -m bench.latency [--sizes 10000 100000] [--queries 300] [--per-owner 1000]
+
+One embedded stack in this process (Temporal dev server, worker, API under uvicorn; the API's
+client shares the worker's process, so workflows start eagerly, as under `memwarden up`).
+Memories are bulk-loaded through the store (`SqlStore.bulk_insert_memories`, then the index's own
+`upsert`, which computes Qdrant BM25 vectors), not through the write gate: 100k gated writes would
+take hours here. The index is then optimised (Qdrant builds its HNSW and payload indexes), as a
+running shard is. The tenant's memories belong to owners of `--per-owner` memories each; every
+query is a search by an agent serving one random owner, so the filter narrows 100k to that owner's.
+
+Vectors: a pool of 2,000 distinct synthetic sentences is embedded with the real MiniLM model; each
+memory takes one pool sentence plus a unique tag, and that sentence's vector with a little noise
+(renormalised), so no two points are identical. Queries are other synthetic sentences, embedded
+for real inside every search (the API's path does that itself).
+
+Measured, interleaved one after another so both see the same machine load:
+- `floor`: a workflow running one local activity that does nothing, eagerly started (bench/floor.py);
+- `search API`: `POST /v1/search` (k=5) over HTTP, end to end, as an agent backend sees it;
+- `search workflow`: RetrieveWorkflow through the client without HTTP (where the time goes);
+- `http floor`: `GET /healthz`, what HTTP alone costs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from activities.indexing import index_point
+from bench.stack import Stack, running_stack, summary_ms
+from memwarden.identity import Principal, Role, read_filter
+from memwarden.records import MemoryRecord, MemoryType, RetrieveInput, SourceKind, Status, content_hash
+from memwarden.stores.vectors_edge import EdgeIndex
+from workflows.retrieve import RetrieveWorkflow
+
+TENANT = "latency"
+POOL = 2000
+SUBJECTS = (
+    "the client",
+    "my sister",
+    "the team",
+    "our landlord",
+    "the dentist",
+    "my manager",
+    "the school",
+    "a friend",
+)
+VERBS = ("moved", "prefers", "cancelled", "booked", "asked about", "forgot", "finished", "recommended")
+OBJECTS = (
+    "the quarterly report",
+    "a window seat",
+    "the cello lessons",
+    "the harbour walk",
+    "strong black coffee",
+    "the blue pipeline",
+    "a dentist appointment",
+    "the spring budget",
+    "a trip to Lisbon",
+    "the new laptop",
+    "the garden shed",
+    "a vegetarian menu",
+)
+WHEN = ("on monday", "last week", "in march", "every morning", "after the holidays", "before friday", "tonight")
+
+
+def sentence(rng: random.Random) -> str:
+    return f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} {rng.choice(WHEN)}"
+
+
+def owner(i: int) -> str:
+    return f"owner-{i}"
+
+
+async def bulk_load(stack: Stack, start: int, stop: int, per_owner: int, pool: list[str], vectors: np.ndarray) -> None:
+    """Memories start..stop-1: rows through the store, points through the index (batches of 1,000)."""
+    rng = np.random.default_rng(start)
+    now = datetime.now(UTC)
+    for lo in range(start, stop, 1000):
+        hi = min(lo + 1000, stop)
+        records, dense = [], []
+        for n in range(lo, hi):
+            text = f"{pool[n % POOL]} (note {n})"
+            created = now - timedelta(minutes=n % 100_000)
+            records.append(
+                MemoryRecord(
+                    id=str(uuid.UUID(int=n + 1)),
+                    tenant_id=TENANT,
+                    owner_id=owner(n // per_owner),
+                    type=MemoryType.EPISODIC,
+                    content=text,
+                    content_hash=content_hash(text),
+                    source_kind=SourceKind.USER,
+                    reason="user_stated_fact",
+                    importance=0.5,
+                    status=Status.ACTIVE,
+                    created_at=created,
+                    updated_at=created,
+                )
+            )
+            v = vectors[n % POOL] + rng.normal(0.0, 0.02, vectors.shape[1])
+            dense.append((v / np.linalg.norm(v)).tolist())
+        await stack.deps.store.bulk_insert_memories(records)
+        await stack.deps.index.upsert([index_point(r, d) for r, d in zip(records, dense, strict=True)])
+    if isinstance(stack.deps.index, EdgeIndex):
+        await stack.deps.index.vacuum()  # runs Qdrant's optimizers: HNSW and payload indexes built
+
+
+async def measure(stack: Stack, owners: int, queries: list[str], seed: int) -> dict[str, Any]:
+    rng = random.Random(seed)
+    tq = stack.settings.temporal_task_queue
+    floor, api, direct, http = [], [], [], []
+    tokens: dict[int, str] = {}
+    for i, q in enumerate(queries):
+        o = rng.randrange(owners)
+        if o not in tokens:
+            tokens[o] = stack.token(tenant=TENANT, sub=f"svc-{o}", role="agent", agent="bench", on_behalf_of=owner(o))
+        floor.append(await stack.floor())
+
+        start = time.perf_counter()
+        answer = await stack.http.post(
+            "/v1/search", json={"query": q, "k": 5}, headers={"Authorization": f"Bearer {tokens[o]}"}
+        )
+        api.append(time.perf_counter() - start)
+        answer.raise_for_status()
+        if not answer.json()["results"]:
+            raise RuntimeError("a latency query returned nothing: the load is not what the bench expects")
+
+        principal = Principal(tenant=TENANT, sub=f"svc-{o}", role=Role.AGENT, agent="bench", on_behalf_of=owner(o))
+        request = RetrieveInput(query=q, k=5, read_filter=read_filter(principal), actor=principal.actor)
+        start = time.perf_counter()
+        await stack.client.execute_workflow(
+            RetrieveWorkflow.run, request, id=f"lat-{uuid.uuid4()}", task_queue=tq, request_eager_start=True
+        )
+        direct.append(time.perf_counter() - start)
+
+        start = time.perf_counter()
+        (await stack.http.get("/healthz")).raise_for_status()
+        http.append(time.perf_counter() - start)
+        if i == 19:  # the first 20 rounds warm every path up; they are not counted
+            floor, api, direct, http = [], [], [], []
+    f, a = summary_ms(floor), summary_ms(api)
+    return {
+        "floor": f,
+        "search API": a,
+        "search workflow": summary_ms(direct),
+        "http floor": summary_ms(http),
+        "ratio p50 API/floor": round(a["p50"] / f["p50"], 2),
+        "ratio p95 API/floor": round(a["p95"] / f["p95"], 2),
+        "rounds": len(floor),
+    }
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    rng = random.Random(7)
+    pool = list(dict.fromkeys(sentence(rng) for _ in range(POOL * 3)))[:POOL]
+    queries = [sentence(rng) for _ in range(args.queries + 20)]
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="memwarden-latency-") as tmp:
+        async with running_stack(Path(tmp)) as stack:
+            vectors = np.array(await asyncio.to_thread(stack.deps.embedder.embed, pool), dtype=np.float32)
+            loaded = 0
+            for size in sorted(args.sizes):
+                started = time.monotonic()
+                await bulk_load(stack, loaded, size, args.per_owner, pool, vectors)
+                print(f"loaded {size} memories (+{size - loaded}) in {time.monotonic() - started:.0f}s", flush=True)
+                loaded = size
+                owners = max(1, size // args.per_owner)
+                results[str(size)] = await measure(stack, owners, queries, seed=size)
+                print(json.dumps({size: results[str(size)]}), flush=True)
+    return {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()} cpus={len(os.sched_getaffinity(0))} python={platform.python_version()}",
+        "per_owner": args.per_owner,
+        "k": 5,
+        "results": results,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--per-owner", type=int, default=1000)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    result = asyncio.run(main_async(args))
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""The embedded stack in this process, for benchmarks: Temporal dev server, worker, API under uvicorn.
+
+The same pieces `memwarden up` wires together (the API and the worker share one Temporal client, so
+workflows start eagerly on the local worker), on free ports, data in a directory of the caller's.
+A bench may register extra workflows and activities (the Temporal floor) on the same worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import statistics
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.deps import Deps
+from api.app import create_app
+from bench.floor import FloorWorkflow, noop
+from memwarden.config import Settings
+from memwarden.identity import mint_token
+from worker.devserver import DevServer, free_port
+from worker.runtime import build_worker, open_deps
+from worker.sandbox import SANDBOX
+from worker.stack import run_api
+from worker.temporal_client import connect
+
+
+def floor_queue(settings: Settings) -> str:
+    return f"{settings.temporal_task_queue}-floor"
+
+
+@dataclass
+class Stack:
+    settings: Settings
+    client: Client
+    deps: Deps
+    http: httpx.AsyncClient
+
+    def token(self, *, tenant: str, sub: str, role: str, **claims: Any) -> str:
+        return mint_token(
+            self.settings.auth_secret_value, tenant=tenant, sub=sub, role=role, ttl_seconds=86400, **claims
+        )
+
+    async def floor(self) -> float:
+        """One Temporal floor round trip (seconds), eagerly started like the search route's workflow."""
+        start = time.perf_counter()
+        await self.client.execute_workflow(
+            FloorWorkflow.run,
+            "x",
+            id=f"floor-{uuid.uuid4()}",
+            task_queue=floor_queue(self.settings),
+            request_eager_start=True,
+        )
+        return time.perf_counter() - start
+
+
+@contextlib.asynccontextmanager
+async def running_stack(data_dir: Path) -> AsyncIterator[Stack]:
+    """Start everything; stop it all on exit."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
+    dev = DevServer(data_dir / "temporal", port=free_port(), headless=True)
+    await dev.start()
+    try:
+        settings = Settings(
+            profile="embedded",  # type: ignore[arg-type]
+            data_dir=data_dir,
+            temporal_address=dev.address,
+            temporal_task_queue=f"bench-{uuid.uuid4().hex[:8]}",
+            api_port=free_port(),
+        )
+        client = await connect(settings)
+        async with open_deps(settings) as deps:
+            worker = build_worker(client, deps)  # exactly the production worker
+            # The floor on a worker of its own (same client, same process, so eager start applies too).
+            floor_worker = Worker(
+                client,
+                task_queue=floor_queue(settings),
+                workflows=[FloorWorkflow],
+                activities=[noop],
+                workflow_runner=SANDBOX,
+                max_concurrent_local_activities=32,
+            )
+            app = create_app(settings, temporal=client, store=deps.store)
+            async with worker, floor_worker:
+                servers: list[uvicorn.Server] = []
+                serving = asyncio.create_task(run_api(settings, servers, app))
+                deadline = time.monotonic() + 60
+                while not (servers and servers[0].started):
+                    if serving.done() or time.monotonic() > deadline:
+                        raise RuntimeError("the API did not start")
+                    await asyncio.sleep(0.05)
+                base = f"http://127.0.0.1:{settings.api_port}"
+                async with httpx.AsyncClient(base_url=base, timeout=120) as http:
+                    try:
+                        yield Stack(settings=settings, client=client, deps=deps, http=http)
+                    finally:
+                        servers[0].should_exit = True
+                        await asyncio.wait_for(serving, 30)
+    finally:
+        await dev.stop()
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of a non-empty sample."""
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def summary_ms(values: Sequence[float]) -> dict[str, float]:
+    """p50 / p95 / mean in milliseconds."""
+    return {
+        "p50": round(percentile(values, 50) * 1000, 2),
+        "p95": round(percentile(values, 95) * 1000, 2),
+        "mean": round(statistics.fmean(values) * 1000, 2),
+    }
