@@ -1,4 +1,4 @@
-"""How durable records become index points, and how the index catches up with the store.
+"""How the index catches up with the store (records become points through `vectors.index_point`).
 
 The index is a derivative of the durable store: it carries the filter payload and vectors of each live
 memory, never its content as payload, and whatever it lost (a crash before the Edge shard's group
@@ -11,33 +11,12 @@ import asyncio
 from datetime import datetime, timedelta
 
 from memwarden.embed import Embedder
-from memwarden.records import ELIGIBLE_STATUSES, IndexPoint, MemoryRecord, Status, sensitivity_rank
+from memwarden.records import ELIGIBLE_STATUSES, Status
 from memwarden.stores.sql import SqlStore
-from memwarden.stores.vectors import VectorIndex
+from memwarden.stores.vectors import VectorIndex, index_point
 
 RECONCILE_MARGIN = timedelta(seconds=5)
 """Reach back this much further than the last flush: a commit stamps `updated_at` just before it indexes."""
-
-
-def index_point(record: MemoryRecord, dense: list[float]) -> IndexPoint:
-    """The index's view of a record: filter payload plus vectors, never the content as payload."""
-    assert record.content is not None
-    return IndexPoint(
-        memory_id=record.id,
-        tenant_id=record.tenant_id,
-        owner_id=record.owner_id,
-        scope=record.scope,
-        agent_id=record.agent_id,
-        store=record.store,
-        type=record.type,
-        status=record.status,
-        sensitivity_rank=sensitivity_rank(record.sensitivity),
-        expires_at_ts=record.expires_at.timestamp() if record.expires_at else None,
-        created_at_ts=record.created_at.timestamp(),
-        importance=record.importance,
-        dense=dense,
-        text=record.content,
-    )
 
 
 async def reconcile_index(store: SqlStore, index: VectorIndex, embedder: Embedder, since: datetime) -> int:

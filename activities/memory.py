@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 from temporalio import activity
 
 from activities.deps import Deps
-from activities.indexing import index_point
 from memwarden.policy import ranking
 from memwarden.records import (
     Consequence,
@@ -28,6 +27,7 @@ from memwarden.records import (
 )
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
+from memwarden.stores.vectors import index_point
 from workflows.names import COMMIT_MEMORY, INDEX_HEALTH, SEARCH_MEMORIES
 
 CANDIDATE_FACTOR = 4

@@ -18,7 +18,6 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.deps import Deps
-from activities.indexing import index_point
 from activities.replicas import replicate
 from memwarden import detect
 from memwarden.policy.dedupe import cosine, value_conflict
@@ -40,6 +39,7 @@ from memwarden.records import (
 )
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
+from memwarden.stores.vectors import index_point
 from workflows.names import COMMIT_GATED, RECORD_DECISION, SCREEN_CANDIDATE, SETTLE_PENDING, STAGE_MEMORY
 
 LIVE = (Status.ACTIVE, Status.STALE)

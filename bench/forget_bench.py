@@ -25,12 +25,12 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from activities.indexing import index_point
 from memwarden.forget import MemorySelector, OwnerSelector, redacted, selector_key, subject_key
 from memwarden.records import ForgetInput, MemoryRecord, MemoryType, Scope, SourceKind, Status, content_hash
 from memwarden.stores.forget import ForgetStore
 from memwarden.stores.sql import _record_to_row
 from memwarden.stores.sql_models import memories
+from memwarden.stores.vectors import index_point
 from tests.workflows.record_histories import settings_for
 from worker.devserver import DevServer, free_port
 from worker.runtime import build_worker, open_deps

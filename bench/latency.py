@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from activities.indexing import index_point
 from bench.stack import Stack, running_stack, summary_ms
 from memwarden.identity import Principal, Role, read_filter
 from memwarden.records import MemoryRecord, MemoryType, RetrieveInput, SourceKind, Status, content_hash
+from memwarden.stores.vectors import index_point
 from memwarden.stores.vectors_edge import EdgeIndex
 from workflows.retrieve import RetrieveWorkflow
 

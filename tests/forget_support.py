@@ -23,7 +23,6 @@ import uvicorn
 from temporalio.client import Client
 
 from activities.deps import Deps
-from activities.indexing import index_point
 from api.app import create_app
 from memwarden.config import Settings
 from memwarden.identity import mint_token
@@ -37,6 +36,7 @@ from memwarden.records import (
     Status,
     content_hash,
 )
+from memwarden.stores.vectors import index_point
 from worker.devserver import DevServer, free_port
 from worker.runtime import build_worker, open_deps
 from worker.stack import run_api

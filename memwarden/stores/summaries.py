@@ -21,7 +21,6 @@ import sqlalchemy as sa
 
 from memwarden.embed import Embedder
 from memwarden.records import (
-    IndexPoint,
     MemoryRecord,
     MemoryType,
     Scope,
@@ -33,7 +32,7 @@ from memwarden.records import (
 )
 from memwarden.stores.sql import SqlStore, _row_to_record
 from memwarden.stores.sql_models import memories
-from memwarden.stores.vectors import VectorIndex
+from memwarden.stores.vectors import VectorIndex, index_point
 
 SUMMARY_SLOT = "summary.episodic"
 """Summaries hold one slot per owner, so a newer summary supersedes the older (never two live)."""
@@ -141,28 +140,8 @@ async def derive(
     live, _ = await store.commit_live(record, derived_from=sorted(ids))
     if live.status in (Status.ACTIVE, Status.STALE) and live.content is not None:
         [dense] = await asyncio.to_thread(embedder.embed, [live.content])
-        await index.upsert([summary_point(live, dense)])
+        await index.upsert([index_point(live, dense)])
     return live
-
-
-def summary_point(record: MemoryRecord, dense: list[float]) -> IndexPoint:
-    assert record.content is not None
-    return IndexPoint(
-        memory_id=record.id,
-        tenant_id=record.tenant_id,
-        owner_id=record.owner_id,
-        scope=record.scope,
-        agent_id=record.agent_id,
-        store=record.store,
-        type=record.type,
-        status=record.status,
-        sensitivity_rank=sensitivity_rank(record.sensitivity),
-        expires_at_ts=record.expires_at.timestamp() if record.expires_at else None,
-        created_at_ts=record.created_at.timestamp(),
-        importance=record.importance,
-        dense=dense,
-        text=record.content,
-    )
 
 
 async def summaries_touching(

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from qdrant_edge import Bm25, Bm25Config, SparseVector
 
 from memwarden.config import Settings, VectorBackend
-from memwarden.records import Hit, IndexPoint, NamespaceClause, ReadFilter, Status
+from memwarden.records import Hit, IndexPoint, MemoryRecord, NamespaceClause, ReadFilter, Status, sensitivity_rank
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -233,4 +233,25 @@ def open_index(settings: Settings) -> VectorIndex:
         settings.qdrant_collection,
         shard_number=settings.qdrant_shard_number,
         replication_factor=settings.qdrant_replication_factor,
+    )
+
+
+def index_point(record: MemoryRecord, dense: list[float]) -> IndexPoint:
+    """The index's view of a record: filter payload plus vectors, never the content as payload."""
+    assert record.content is not None
+    return IndexPoint(
+        memory_id=record.id,
+        tenant_id=record.tenant_id,
+        owner_id=record.owner_id,
+        scope=record.scope,
+        agent_id=record.agent_id,
+        store=record.store,
+        type=record.type,
+        status=record.status,
+        sensitivity_rank=sensitivity_rank(record.sensitivity),
+        expires_at_ts=record.expires_at.timestamp() if record.expires_at else None,
+        created_at_ts=record.created_at.timestamp(),
+        importance=record.importance,
+        dense=dense,
+        text=record.content,
     )

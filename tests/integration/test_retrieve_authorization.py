@@ -24,7 +24,6 @@ from hypothesis import strategies as st
 from qdrant_client import AsyncQdrantClient
 
 from activities.deps import Deps
-from activities.indexing import index_point
 from activities.memory import MemoryActivities
 from memwarden.config import Settings
 from memwarden.embed import MiniLMEmbedder, default_embedder
@@ -43,7 +42,7 @@ from memwarden.records import (
 )
 from memwarden.stores.cache import MemoryCache
 from memwarden.stores.sql import SqlStore
-from memwarden.stores.vectors import VectorIndex
+from memwarden.stores.vectors import VectorIndex, index_point
 from memwarden.stores.vectors_edge import EdgeIndex
 from memwarden.stores.vectors_qdrant import QdrantClientIndex
 

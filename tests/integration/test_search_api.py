@@ -25,7 +25,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from activities.deps import Deps
-from activities.indexing import index_point
 from api.app import create_app
 from memwarden.config import Settings
 from memwarden.identity import Principal, Role, mint_token, read_filter
@@ -41,6 +40,7 @@ from memwarden.records import (
     Status,
     content_hash,
 )
+from memwarden.stores.vectors import index_point
 from worker.devserver import DevServer, free_port
 from worker.runtime import build_worker, open_deps
 from worker.stack import run_api
