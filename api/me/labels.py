@@ -76,6 +76,7 @@ PROBLEMS = {
     "version_conflict": "That memory changed while you were editing it. Here is the current version.",
     "not_pending": "That write is no longer waiting (it was settled, declined or its window passed).",
     "not_found": "No such memory.",
+    "not_confirmer": "Only the shared store's moderator can settle that write.",
     "remember_failed": "The correction could not be completed; nothing was stored. Try again.",
     "forget_not_started": "The memory is hidden already, but deleting could not start. Delete it again.",
     "validation_failed": "That was not a valid request.",

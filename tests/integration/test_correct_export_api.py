@@ -287,3 +287,24 @@ def test_templates_and_static_files_ship_as_package_data() -> None:
         if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".py"
     }
     assert on_disk and on_disk <= shipped, on_disk - shipped
+
+
+async def test_the_python_client_corrects_and_exports(api: Api) -> None:
+    from memwarden.client import MemwardenClient, MemwardenError
+
+    t = tenant()
+    async with MemwardenClient(api.base_url, api.token(t, "alice")) as alice:
+        first = await alice.remember(
+            "Favourite colour is teal",
+            type="preference",
+            source_kind="user",
+            reason="user_explicit_preference",
+            slot="colour",
+        )
+        fixed = await alice.correct(first.memory_id or "", "Favourite colour is amber", expected_version=1)
+        assert fixed.decision == "UPDATE" and fixed.supersedes == first.memory_id
+        with pytest.raises(MemwardenError) as raised:
+            await alice.correct(first.memory_id or "", "Favourite colour is red")
+        assert raised.value.status == 409
+        exported = await alice.export()
+        assert {m["id"] for m in exported["memories"]} == {first.memory_id, fixed.memory_id}
