@@ -199,11 +199,16 @@ async def test_delete_shows_the_receipt_progress_until_verified(page: Page, api:
     target = article(page, fixed["memory_id"])
     await target.get_by_text("Delete…").click()
     await expect(target.get_by_text("It cannot be undone")).to_be_visible()
+    polled: list[str] = []
+    page.on("request", lambda request: polled.append(request.url) if request.url.endswith("/status") else None)
     await target.get_by_role("button", name="Delete for good").click()
     await expect(page.get_by_role("heading", name="Deleting a memory")).to_be_visible()
+    first_status = await page.locator("#deletion-status").text_content()
     await shot(page, "07-deleting")
     # the page's script polls the status fragment; no reload by the test
     await expect(page.locator("#deletion-status")).to_have_text("verified", timeout=90_000)
+    if first_status != "verified":
+        assert polled, "the progress reached verified without the page polling its status fragment"
     await expect(page.locator("#receipt-hash")).not_to_be_empty()
     await expect(page.locator("#receipt tr[data-sink]")).not_to_have_count(0)
     await shot(page, "08-verified")
