@@ -10,7 +10,8 @@ from temporalio.client import Client
 
 from api import problems
 from api.limits import BodyLimitMiddleware
-from api.routes import audit, codec, forget, health, memories, search
+from api.me import routes as me_routes
+from api.routes import audit, codec, correct, export, forget, health, memories, search
 from api.routes import settings as settings_routes
 from api.state import ApiState
 from api.telemetry import metrics_router
@@ -48,6 +49,7 @@ def create_app(settings: Settings, *, temporal: Client | None = None, store: Sql
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.include_router(health.router)
     app.include_router(memories.router)
+    app.include_router(correct.router)
     app.include_router(search.router)
     app.include_router(settings_routes.router)
     app.include_router(audit.router)
@@ -56,4 +58,7 @@ def create_app(settings: Settings, *, temporal: Client | None = None, store: Sql
         app.include_router(metrics_router)
     app.add_middleware(codec.CodecCORSMiddleware, origins=settings.codec_cors_origins)
     app.include_router(forget.router)
+    app.include_router(export.router)
+    app.include_router(me_routes.router)
+    me_routes.mount_static(app)
     return app

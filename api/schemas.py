@@ -121,3 +121,25 @@ class SettingsIn(BaseModel):
 
 class SettingsOut(BaseModel):
     memory_enabled: bool
+
+
+class MemoryPatchIn(BaseModel):
+    """`PATCH /v1/memories/{id}`: the owner's correction. The new text goes through the write gate as a
+    statement of the owner's (source `user`) and supersedes the memory in its slot chain."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1)
+    reason: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="Write reason; default the memory's own if it fits a user, else user_stated_fact "
+        "(user_explicit_preference for preferences).",
+    )
+    importance: float | None = Field(default=None, ge=0.0, le=1.0, description="Default: the memory's own.")
+    sensitivity: Sensitivity | None = Field(default=None, description="Default: the memory's own.")
+    expected_version: int | None = Field(
+        default=None, ge=1, description="Optimistic concurrency: 409 version_conflict if the memory has changed."
+    )
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=128)

@@ -123,6 +123,19 @@ class MemwardenClient:
     async def get_memory(self, memory_id: str) -> dict[str, Any]:
         return await self._call("GET", f"/v1/memories/{memory_id}")  # type: ignore[no-any-return]
 
+    async def correct(self, memory_id: str, content: str, **fields: Any) -> RememberAnswer:
+        """The owner's correction (`PATCH`): a new version, gated like any write, supersedes this one.
+
+        `fields`: `reason`, `importance`, `sensitivity`, `expected_version`, `idempotency_key`.
+        """
+        body = {"content": content, **fields}
+        return RememberAnswer.model_validate(await self._call("PATCH", f"/v1/memories/{memory_id}", json=body))
+
+    async def export(self, owner_id: str | None = None) -> dict[str, Any]:
+        """Everything held about the subject (a user: themself; a privacy officer: `owner_id`)."""
+        params = {"owner_id": owner_id} if owner_id is not None else None
+        return await self._call("GET", "/v1/export", params=params)  # type: ignore[no-any-return]
+
     async def confirm(self, memory_id: str) -> RememberAnswer:
         """Settle a PENDING write as its owner (or the shared store's moderator): it is committed."""
         return RememberAnswer.model_validate(await self._call("POST", f"/v1/memories/{memory_id}/confirm"))

@@ -157,6 +157,10 @@ class Settings(BaseSettings):
     )
     otel_service_name: str = Field(default="memwarden", description="service.name on exported spans and metrics.")
     metrics_enabled: bool = Field(default=True, description="Serve Prometheus metrics at GET /metrics.")
+    me_cookie_secure: bool | None = Field(
+        default=None,
+        description="Mark the /me page's session cookie Secure; default: when the request came over https.",
+    )
     codec_cors_origins: list[str] = Field(
         default_factory=lambda: ["http://127.0.0.1:8233", "http://localhost:8233"],
         description="Origins (the Temporal Web UI) allowed to call /codec/* from the browser.",

@@ -119,8 +119,21 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
         actor=caller.actor,
         confirm_requested=candidate.confirm_requested,
     )
+    result = await _execute_remember(state, request, workflow_id, digest)
+    return RememberOut(
+        decision=result.decision,
+        reason=result.reason,
+        memory_id=result.memory_id,
+        supersedes=result.supersedes,
+        workflow_id=workflow_id,
+    )
+
+
+async def _execute_remember(state: ApiState, request: RememberInput, workflow_id: str, digest: str) -> RememberResult:
+    """Run RememberWorkflow (eager start, one round trip) and return its decision; 503 when it failed."""
+    settings = state.settings
     try:
-        result = await state.temporal.execute_workflow(
+        return await state.temporal.execute_workflow(
             RememberWorkflow.run,
             args=[request, settings.gate_policy],
             id=workflow_id,
@@ -133,7 +146,7 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
         )
     except WorkflowAlreadyStartedError:
         handle = state.temporal.get_workflow_handle(workflow_id, result_type=RememberResult)
-        result = await handle.result()
+        return await handle.result()
     except WorkflowFailureError:
         raise Problem(
             503,
@@ -141,13 +154,6 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
             "the write could not be completed; nothing was stored",
             extra={"workflow_id": workflow_id},
         ) from None
-    return RememberOut(
-        decision=result.decision,
-        reason=result.reason,
-        memory_id=result.memory_id,
-        supersedes=result.supersedes,
-        workflow_id=workflow_id,
-    )
 
 
 def _key_reused() -> Problem:

@@ -579,6 +579,29 @@ class SqlStore:
         assert updated is not None
         return updated
 
+    async def adopt_slot(self, tenant_id: str, memory_id: str, slot: str, *, now: datetime) -> MemoryRecord | None:
+        """Give a live, slotless memory a slot of its own, so a correction can supersede it through the gate.
+
+        Why: supersession is by slot (one live value per slot is a database invariant). An owner's edit of
+        a memory that names no slot needs a chain to join; the memory adopts `slot` (the API uses
+        `edit.<its id>`), and the corrected version is proposed into that slot. Idempotent: a memory that
+        already has a slot, or is no longer live, is returned unchanged; None when absent.
+        """
+        m = memories.c
+        async with self._write() as conn:
+            current = await _select_memory(conn, tenant_id, memory_id)
+            if current is None or current.slot is not None or current.status not in _LIVE:
+                return current
+            adopted = current.model_copy(update={"slot": slot})
+            result = await conn.execute(
+                sa.update(memories)
+                .where(m.tenant_id == tenant_id, m.id == memory_id, m.version == current.version)
+                .values(slot=slot, live_slot=live_slot_key(adopted), version=current.version + 1, updated_at=now)
+            )
+            if result.rowcount != 1:
+                raise ConcurrencyConflict(memory_id, current.version, None)
+            return await _select_memory(conn, tenant_id, memory_id)
+
     async def touch_last_used(self, tenant_id: str, ids: Sequence[str], at: datetime) -> None:
         """Record that these memories were just returned (recency ranking and retention use it)."""
         if not ids:
