@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memwarden.forget import (
+    SUBJECT_REF_PREFIX,
     AgentSelector,
     ExpiredSelector,
     MemorySelector,
@@ -30,6 +31,7 @@ from memwarden.forget import (
     SourceSelector,
     TenantSelector,
     deletion_id,
+    subject_ref_prefix,
 )
 from memwarden.records import Scope, Status
 from memwarden.stores.audit import AuditEventIn, Operation, namespace_label
@@ -236,6 +238,7 @@ class ForgetStore:
     ) -> tuple[DeletionRow, bool]:
         m = memories.c
         async with self.store.transaction() as conn:
+            await self._drop_subject_refs(conn, tenant_id, selector, subject_hash)
             rows = await self._rows(conn, tenant_id, selector, now)
             gone = (Status.TOMBSTONED.value, Status.PURGED.value)
             fresh = [r for r in rows if r.status not in gone and r.purged_at is None]
@@ -323,6 +326,22 @@ class ForgetStore:
             created = await self._get(conn, tenant_id, did)
         assert created is not None
         return created, True
+
+    async def _drop_subject_refs(
+        self, conn: AsyncConnection, tenant_id: str, selector: object, subject_hash: str | None
+    ) -> None:
+        """An erased subject's parked handles go with the tombstone, so no workflow can resolve them again.
+
+        Owner erasure: the handles under that subject's hash; offboarding: every handle of the tenant.
+        """
+        c = candidates.c
+        if isinstance(selector, OwnerSelector) and subject_hash:
+            pattern = f"{subject_ref_prefix(subject_hash)}%"
+        elif isinstance(selector, TenantSelector):
+            pattern = f"{SUBJECT_REF_PREFIX}%"
+        else:
+            return
+        await conn.execute(sa.delete(candidates).where(c.tenant_id == tenant_id, c.ref.like(pattern)))
 
     async def _existing(
         self, conn: AsyncConnection, tenant_id: str, selector_key: str, memory_ids: list[str]
