@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from temporalio import activity
 
 from activities.deps import Deps
+from memwarden import telemetry
 from memwarden.forget import receipt_hash, subject_hash, subject_key
 from memwarden.records import ForgetInput, ForgetPlan, ForgetResult, SinkEvidence, SinkTask
 from memwarden.sinks import (
@@ -163,14 +164,18 @@ class ForgetActivities:
                 },
             )
         )
-        await self.forget.finish(
+        completed = datetime.fromisoformat(receipt["completed_at"])
+        first = await self.forget.finish(
             row.tenant_id,
             row.id,
             receipt_hash=digest,
             audit_event_id=event_id,
             counts=receipt["counts"],
-            now=datetime.fromisoformat(receipt["completed_at"]),
+            now=completed,
         )
+        if first:  # once per deletion: a retried finish finds it verified already
+            seconds = max((completed - row.created_at).total_seconds(), 0.0)
+            telemetry.metrics().record_deletion(seconds, "verified", scope=str(row.selector.get("kind") or ""))
         evidence = [SinkEvidence.model_validate(s.evidence) for s in sinks if s.evidence]
         return ForgetResult(deletion_id=row.id, receipt_hash=digest, sinks=evidence)
 

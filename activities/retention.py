@@ -29,6 +29,8 @@ class RetentionActivities:
         key = subject_key(self.deps.settings.auth_secret_value)
         selector = ExpiredSelector()
         plan = RetentionPlan()
+        # Expired claim checks (parked content, queries, subject handles) go too: each was due to expire.
+        await self.deps.store.delete_expired_candidates(now)
         for tenant_id in await forget.tenants_with_expired(now):
             body = redacted(selector, key, tenant_id)
             row, created = await forget.begin(

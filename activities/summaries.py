@@ -8,7 +8,7 @@ from activities.deps import Deps
 from memwarden.records import Scope, SummarizeInput, SummarizeResult
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
-from memwarden.stores.summaries import derive, summary_sources
+from memwarden.stores.summaries import claim_summary_request, derive, summary_sources
 from workflows.names import SUMMARIZE_OWNER
 
 
@@ -18,18 +18,23 @@ class SummaryActivities:
 
     @activity.defn(name=SUMMARIZE_OWNER)
     async def summarize_owner(self, request: SummarizeInput) -> SummarizeResult:
+        """Idempotent (the summary's id is a function of its sources); a gone handle summarizes nothing."""
         deps = self.deps
-        sources = await summary_sources(deps.store, request.tenant_id, request.owner_id)
+        claimed = await claim_summary_request(deps.store, request)
+        if claimed is None:
+            return SummarizeResult(summary_id=None, derived_from=0)
+        owner_id, actor = claimed
+        sources = await summary_sources(deps.store, request.tenant_id, owner_id)
         record = await derive(
             deps.store,
             deps.index,
             deps.embedder,
             deps.summarizer,
             tenant_id=request.tenant_id,
-            owner_id=request.owner_id,
+            owner_id=owner_id,
             sources=sources,
             max_chars=deps.settings.max_content_chars,
-            actor=request.actor,
+            actor=actor,
         )
         if record is None:
             return SummarizeResult(summary_id=None, derived_from=0)
@@ -37,7 +42,7 @@ class SummaryActivities:
             AuditEventIn(
                 id=f"summary-{record.id}",
                 tenant_id=record.tenant_id,
-                actor=request.actor,
+                actor=actor,
                 operation="summarize",
                 memory_id=record.id,
                 reason="derived_summary",

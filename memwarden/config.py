@@ -40,7 +40,16 @@ class CacheBackend(StrEnum):
 
 
 SECRET_FIELDS = frozenset(
-    {"database_url", "qdrant_api_key", "redis_url", "auth_secret", "codec_key", "codec_old_keys", "audit_signing_key"}
+    {
+        "database_url",
+        "qdrant_api_key",
+        "redis_url",
+        "auth_secret",
+        "codec_key",
+        "codec_old_keys",
+        "audit_signing_key",
+        "replica_urls",
+    }
 )
 """Settings whose values are credentials (or embed them): a Secret / env file, never a ConfigMap or a log."""
 
@@ -89,7 +98,8 @@ class Settings(BaseSettings):
     )
     cache_ttl_seconds: int = Field(default=300, gt=0, description="Lifetime of a cached search answer.")
     replica_urls: list[str] = Field(
-        default_factory=list, description="SQL URLs that receive copies of committed memories."
+        default_factory=list,
+        description="SQL URLs that receive copies of committed memories (they carry the replicas' credentials).",
     )
 
     temporal_address: str = Field(default="127.0.0.1:7233", description="Temporal frontend host:port.")

@@ -109,6 +109,15 @@ def subject_hash(key: bytes, tenant_id: str, subject: str) -> str:
     return hmac.new(key, f"{tenant_id}\x00{subject}".encode(), hashlib.sha256).hexdigest()
 
 
+SUBJECT_REF_PREFIX = "subject-"
+"""Claim checks that hold a person's id for a workflow's sake: `subject-<subject_hash>-<nonce>`."""
+
+
+def subject_ref_prefix(subject_hash_: str) -> str:
+    """Every claim check parked for one subject: what erasing that subject deletes."""
+    return f"{SUBJECT_REF_PREFIX}{subject_hash_}-"
+
+
 def subject_of(selector: _Selector) -> str | None:
     """The person (or record key) a selector names, if it names one."""
     if isinstance(selector, OwnerSelector | SlotSelector):

@@ -486,11 +486,17 @@ class ForgetResult(BaseModel):
 
 
 class SummarizeInput(BaseModel):
-    """SummarizeWorkflow's input: whose episodic memories to consolidate (ids only, like RememberInput)."""
+    """SummarizeWorkflow's input: whose episodic memories to consolidate, by handle, never by person id.
+
+    `subject_ref` names a claim check (`memwarden.stores.summaries.park_summary_request`) holding the
+    owner id and the requesting actor; erasing the owner deletes it, so history keeps nothing that
+    identifies them. `owner_id` and `actor` are read only from histories recorded before the handle.
+    """
 
     tenant_id: str
-    owner_id: str
-    actor: str
+    subject_ref: str | None = None
+    owner_id: str | None = None
+    actor: str | None = None
 
 
 class SummarizeResult(BaseModel):

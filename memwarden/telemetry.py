@@ -61,6 +61,7 @@ REQUESTED_K = "memwarden.request.k"
 CONSEQUENCE = "memwarden.consequence"
 SUPERSEDES = "memwarden.supersedes"
 DELETION_ID = "memwarden.deletion.id"
+SELECTOR_KIND = "memwarden.selector.kind"
 OUTCOME = "memwarden.outcome"
 
 ALLOWED_ATTRIBUTES = frozenset(
@@ -83,6 +84,7 @@ ALLOWED_ATTRIBUTES = frozenset(
         CONSEQUENCE,
         SUPERSEDES,
         DELETION_ID,
+        SELECTOR_KIND,
         OUTCOME,
     }
 )
@@ -145,8 +147,9 @@ class Metrics:
     def record_revalidation(self, outcome: str) -> None:
         self.revalidations.add(1, {"outcome": outcome})
 
-    def record_deletion(self, seconds: float, status: str) -> None:
-        self.deletion_seconds.record(seconds, {"status": status})
+    def record_deletion(self, seconds: float, status: str, scope: str | None = None) -> None:
+        """One finished deletion: request to verified receipt, by outcome and selector kind."""
+        self.deletion_seconds.record(seconds, {"status": status, **({"scope": scope} if scope else {})})
 
 
 @dataclass

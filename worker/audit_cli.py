@@ -1,4 +1,4 @@
-"""`memwarden audit verify | show MEMORY_ID | pubkey`: the operator's view of the audit log.
+"""`memwarden audit verify | show MEMORY_ID | pubkey | pseudonym`: the operator's view of the audit log.
 
 These read the durable store directly (as configured by the environment or `--data-dir`), never
 memory content: events carry ids, hashes and reason codes only.
@@ -11,7 +11,8 @@ import sys
 from urllib.parse import quote
 
 from memwarden.config import Settings
-from memwarden.stores.audit import AuditEvent
+from memwarden.forget import subject_key
+from memwarden.stores.audit import AuditEvent, Pseudonymizer
 from memwarden.stores.sql import SqlStore, open_store
 
 SHOW_LIMIT = 1000
@@ -93,4 +94,13 @@ async def audit_show(settings: Settings, memory_id: str, *, tenant: str | None =
 def audit_pubkey(settings: Settings) -> int:
     signer = settings.audit_signer
     print(f"{signer.public_base64()}  key_id={signer.key_id}")
+    return 0
+
+
+def audit_pseudonym(settings: Settings, tenant: str, value: str) -> int:
+    """What an auditor holding the key looks for: the stored forms of one id (events and receipts)."""
+    pseudonyms = Pseudonymizer(subject_key(settings.auth_secret_value))
+    print(f"as actor:          {pseudonyms.actor(tenant, value)}")
+    print(f"as namespace:      {pseudonyms.namespace(tenant, f'user:{value}')}")
+    print(f"as subject_hash:   {pseudonyms.subject(tenant, value)[1:]}")
     return 0

@@ -97,9 +97,11 @@ def cmd_token(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from worker.audit_cli import audit_pubkey, audit_show, audit_verify
+    from worker.audit_cli import audit_pseudonym, audit_pubkey, audit_show, audit_verify
 
     settings = _settings(args)
+    if args.audit_command == "pseudonym":
+        return audit_pseudonym(settings, args.tenant, args.value)
     if args.audit_command == "verify":
         return asyncio.run(audit_verify(settings, as_json=args.json))
     if args.audit_command == "show":
@@ -149,7 +151,12 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("memory_id")
     show.add_argument("--tenant", help="the memory's tenant (default: every tenant holding that id)")
     pubkey = audit_sub.add_parser("pubkey", help="print the public key that verifies audit checkpoints")
-    for p in (verify, show, pubkey):
+    pseudonym = audit_sub.add_parser(
+        "pseudonym", help="how a person's id appears in the audit log and receipts (needs the service's secret)"
+    )
+    pseudonym.add_argument("--tenant", required=True)
+    pseudonym.add_argument("value", help="an actor (user:alice) or an owner id (alice)")
+    for p in (verify, show, pubkey, pseudonym):
         p.add_argument("--data-dir", default=os.environ.get("MEMWARDEN_DATA_DIR"))
     for p in (verify, show):
         p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -1,9 +1,10 @@
-"""The worker's own /healthz and /readyz, for orchestrator probes (the worker serves no other HTTP).
+"""The worker's own /healthz, /readyz and /metrics (the worker serves no other HTTP).
 
 Why not the API's: a worker pod must be restarted when *its* event loop hangs and kept out of
-rotation when *its* stores are down, which only the worker itself can tell. A tiny HTTP/1.0 server
-on asyncio streams is enough for a probe; it answers GET only, never reads a body, and says
-nothing but booleans (no ids, no content).
+rotation when *its* stores are down, which only the worker itself can tell; and what activities
+measure (deletion completion time) is recorded in the worker's process. A tiny HTTP/1.0 server on
+asyncio streams is enough; it answers GET only, never reads a body, and says nothing but booleans
+and Prometheus counts (no ids, no content).
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from temporalio.client import Client
 
 from activities.deps import Deps
+from memwarden import telemetry
 
 CHECK_TIMEOUT_S = 3.0
 READ_TIMEOUT_S = 5.0
@@ -39,11 +42,11 @@ async def readiness(client: Client, deps: Deps) -> dict[str, bool]:
     return {"temporal": temporal, "store": store, "index": index, "cache": cache}
 
 
-def _response(status: int, body: dict[str, object]) -> bytes:
+def _response(status: int, body: dict[str, object] | bytes, content_type: str = "application/json") -> bytes:
     reason = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 503: "Service Unavailable"}[status]
-    data = json.dumps(body).encode()
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
     head = (
-        f"HTTP/1.0 {status} {reason}\r\nContent-Type: application/json\r\n"
+        f"HTTP/1.0 {status} {reason}\r\nContent-Type: {content_type}\r\n"
         f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n"
     )
     return head.encode() + data
@@ -86,12 +89,14 @@ class HealthServer:
             writer.close()
 
     async def _answer(self, method: str, path: str) -> bytes:
-        if path not in ("/healthz", "/readyz"):
+        if path not in ("/healthz", "/readyz", "/metrics"):
             return _response(404, {"status": "not_found"})
         if method != "GET":
             return _response(405, {"status": "method_not_allowed"})
         if path == "/healthz":
             return _response(200, {"status": "ok"})
+        if path == "/metrics":
+            return _response(200, generate_latest(telemetry.metrics().registry), CONTENT_TYPE_LATEST)
         checks = await readiness(self._client, self._deps)
         if all(checks.values()):
             return _response(200, {"status": "ready", "checks": checks})

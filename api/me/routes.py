@@ -330,8 +330,7 @@ async def delete(request: Request, memory_id: str, csrf: str = Form(default=""))
         accepted = await forget.delete_memory(state=_state(request), caller=session.principal, memory_id=memory_id)
     except Problem as problem:
         return _problem_redirect(problem, memory_id)
-    body = json.loads(bytes(accepted.body))
-    return _redirect(f"/me/deletions/{body['deletion_id']}")
+    return _redirect(f"/me/deletions/{accepted.deletion_id}")
 
 
 async def _receipt(request: Request, session: sessions.Session, deletion_id: str) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body
-from fastapi.responses import JSONResponse
+from opentelemetry import trace
 from pydantic import BaseModel
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
@@ -21,6 +21,8 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from api.problems import Problem
 from api.state import ApiState, Caller, State
+from api.telemetry import traced
+from memwarden import telemetry
 from memwarden.forget import (
     ForgetRequest,
     MemorySelector,
@@ -73,7 +75,8 @@ async def _memory_subject(state: ApiState, caller: Principal, memory_id: str) ->
     return record.owner_id
 
 
-async def _forget(state: ApiState, caller: Principal, request: ForgetRequest) -> JSONResponse:
+async def _forget(state: ApiState, caller: Principal, request: ForgetRequest) -> DeletionAccepted:
+    telemetry.set_attributes(trace.get_current_span(), {telemetry.SELECTOR_KIND: request.selector.kind})
     _authorize(caller, request)
     key = subject_key(state.settings.auth_secret_value)
     selector = request.selector
@@ -112,10 +115,18 @@ async def _forget(state: ApiState, caller: Principal, request: ForgetRequest) ->
                 details={"selector": body, "counts": row.counts or {}, "subject_hash": subject},
             )
         )
+    # Ids, the selector's kind and counts only: never the owner id a selector may name.
+    telemetry.set_attributes(
+        trace.get_current_span(),
+        {
+            telemetry.GEN_AI_MEMORY_RECORD_COUNT: int((row.counts or {}).get("memories", 0)),
+            telemetry.GEN_AI_MEMORY_RECORD_ID: selector.memory_id if isinstance(selector, MemorySelector) else None,
+            telemetry.OUTCOME: row.status,
+        },
+    )
     if row.status != "verified":
         await _start(state, row)
-    accepted = DeletionAccepted(deletion_id=row.id, status=row.status, workflow_id=row.workflow_id or "")
-    return JSONResponse(accepted.model_dump(), status_code=202)
+    return DeletionAccepted(deletion_id=row.id, status=row.status, workflow_id=row.workflow_id or "")
 
 
 async def _start(state: ApiState, row: DeletionRow) -> None:
@@ -140,7 +151,8 @@ async def _start(state: ApiState, row: DeletionRow) -> None:
 
 
 @router.delete("/memories/{memory_id}", status_code=202, response_model=DeletionAccepted)
-async def delete_memory(state: State, caller: Caller, memory_id: str) -> JSONResponse:
+@traced(telemetry.DELETE_MEMORY)
+async def delete_memory(state: State, caller: Caller, memory_id: str) -> DeletionAccepted:
     """Forget one memory and every version of its slot chain (the owner only)."""
     if caller.role is not Role.USER:
         raise Problem(403, "forbidden_role", f"role {caller.role.value} deletes through POST /v1/forget")
@@ -151,7 +163,8 @@ async def delete_memory(state: State, caller: Caller, memory_id: str) -> JSONRes
 
 
 @router.post("/forget", status_code=202, response_model=DeletionAccepted)
-async def forget(state: State, caller: Caller, body: Annotated[ForgetRequest, Body()]) -> JSONResponse:
+@traced(telemetry.DELETE_MEMORY)
+async def forget(state: State, caller: Caller, body: Annotated[ForgetRequest, Body()]) -> DeletionAccepted:
     """Erase by selector: a memory, a slot, an owner, an agent's store, a source record, a tenant."""
     return await _forget(state, caller, body)
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memwarden.forget import subject_hash
 from memwarden.records import POLICY_VERSION
 
 GENESIS_HASH = "0" * 64
@@ -83,6 +84,68 @@ class AuditEventIn(BaseModel):
         return value
 
 
+PSEUDONYM_MARK = "~"
+"""Marks a keyed hash where an identifier was: `user:~<64 hex>`."""
+NON_PERSON_ROLES = frozenset({"system", "agent"})
+"""Actors that are services, not people (the service's own components, systems of record, agents):
+their ids stay readable. Every other actor (user, operator, privacy officer) is a person."""
+
+
+def is_pseudonym(value: str) -> bool:
+    """True for `~` + a 64-hex keyed hash (so pseudonymizing twice changes nothing)."""
+    body = value[len(PSEUDONYM_MARK) :]
+    return value.startswith(PSEUDONYM_MARK) and len(body) == 64 and all(c in "0123456789abcdef" for c in body)
+
+
+class Pseudonymizer:
+    """Person identifiers in audit events as keyed hashes, the receipts' scheme (`subject_hash`).
+
+    Why: the audit log outlives every erasure (its rows are chained, so they are never edited), so a
+    person's id must not be readable in it. With the key (`memwarden.forget.subject_key` of the
+    service's secret) an auditor links an event to a receipt: a namespace's owner hashes to the
+    receipt's `subject_hash`, an actor to its `requester_hash`. Without the key nothing links to a person.
+    """
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+
+    def subject(self, tenant_id: str, value: str) -> str:
+        """One identifier: `~` + HMAC-SHA256(tenant, value) (a receipt's subject_hash, marked)."""
+        return value if is_pseudonym(value) else PSEUDONYM_MARK + subject_hash(self._key, tenant_id, value)
+
+    def actor(self, tenant_id: str, actor: str) -> str:
+        """`role:sub` -> `role:~hash(role:sub)` for people; services stay as they are."""
+        role, sep, sub = actor.partition(":")
+        if not sep:
+            return self.subject(tenant_id, actor)
+        if role in NON_PERSON_ROLES or is_pseudonym(sub):
+            return actor
+        return f"{role}:{PSEUDONYM_MARK}{subject_hash(self._key, tenant_id, actor)}"
+
+    def namespace(self, tenant_id: str, namespace: str | None) -> str | None:
+        """`user:O` / `agent:A:O` -> the owner O hashed; `shared:S` (a store's name) stays; else all hashed."""
+        if namespace is None:
+            return None
+        scope, sep, rest = namespace.partition(":")
+        if sep and scope == "shared":
+            return namespace
+        if sep and scope == "user":
+            return f"user:{self.subject(tenant_id, rest)}"
+        if sep and scope == "agent":
+            agent, sep2, owner = rest.partition(":")
+            if sep2:
+                return f"agent:{agent}:{self.subject(tenant_id, owner)}"
+        return self.subject(tenant_id, namespace)
+
+    def event(self, event: AuditEventIn) -> AuditEventIn:
+        """The event as it is stored: actor and namespace pseudonymous, everything else unchanged."""
+        actor = self.actor(event.tenant_id, event.actor)
+        namespace = self.namespace(event.tenant_id, event.namespace)
+        if actor == event.actor and namespace == event.namespace:
+            return event
+        return event.model_copy(update={"actor": actor, "namespace": namespace})
+
+
 class AuditEvent(AuditEventIn):
     """An event as stored: with its position in the chain and the hashes that link it."""
 
@@ -100,6 +163,15 @@ def _check_detail_keys(value: object) -> None:
     elif isinstance(value, list | tuple):
         for item in value:
             _check_detail_keys(item)
+
+
+def namespace_label(scope: str, owner_id: str, agent_id: str | None = None, store: str | None = None) -> str:
+    """How audit events name a memory's namespace (ids only; the store hashes the owner on append)."""
+    if scope == "shared":
+        return f"shared:{store}"
+    if scope == "agent":
+        return f"agent:{agent_id}:{owner_id}"
+    return f"user:{owner_id}"
 
 
 def canonical_json(event: AuditEventIn) -> str:

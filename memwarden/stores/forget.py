@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memwarden.forget import (
+    SUBJECT_REF_PREFIX,
     AgentSelector,
     ExpiredSelector,
     MemorySelector,
@@ -29,8 +31,10 @@ from memwarden.forget import (
     SourceSelector,
     TenantSelector,
     deletion_id,
+    subject_ref_prefix,
 )
 from memwarden.records import Scope, Status
+from memwarden.stores.audit import AuditEventIn, Operation, namespace_label
 from memwarden.stores.cache import invalidation_prefixes, tenant_prefix
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.sql_models import (
@@ -43,6 +47,7 @@ from memwarden.stores.sql_models import (
 )
 
 CHUNK = 500
+MEMBER_EVENT_NS = uuid.UUID("5f0e9a52-7c1b-4d8e-a3f6-2b9c8d7e6a14")
 PURGED_HASH = ""
 """What a purged row's content_hash becomes: a hash of short content is guessable, so it goes too."""
 
@@ -51,6 +56,11 @@ _STATUS_FROM: dict[str, tuple[str, ...]] = {
     "failed": ("tombstoned", "purging"),
     "verified": ("tombstoned", "purging", "failed"),
 }
+
+
+def member_event_id(operation: str, did: str, memory_id: str) -> str:
+    """The audit id of one memory's `delete`/`expire` event in one deletion (appended once)."""
+    return f"{operation}-{uuid.uuid5(MEMBER_EVENT_NS, f'{did}:{memory_id}')}"
 
 
 class MemoryNotFound(LookupError):
@@ -103,7 +113,7 @@ class ForgetStore:
 
     async def _rows(self, conn: AsyncConnection, tenant_id: str, selector: object, now: datetime) -> list[Any]:
         m = memories.c
-        cols = (m.id, m.status, m.scope, m.owner_id, m.purged_at)
+        cols = (m.id, m.status, m.scope, m.owner_id, m.agent_id, m.store, m.purged_at)
         base = sa.select(*cols).where(m.tenant_id == tenant_id)
         if isinstance(selector, MemorySelector):
             first = (await conn.execute(base.where(m.id == selector.memory_id))).first()
@@ -149,7 +159,17 @@ class ForgetStore:
         while frontier:
             rows = (
                 await conn.execute(
-                    sa.select(m.id, m.status, m.scope, m.owner_id, m.purged_at, m.supersedes, m.superseded_by).where(
+                    sa.select(
+                        m.id,
+                        m.status,
+                        m.scope,
+                        m.owner_id,
+                        m.agent_id,
+                        m.store,
+                        m.purged_at,
+                        m.supersedes,
+                        m.superseded_by,
+                    ).where(
                         m.tenant_id == tenant_id,
                         sa.or_(m.id.in_(frontier), m.supersedes.in_(frontier), m.superseded_by.in_(frontier)),
                     )
@@ -218,6 +238,7 @@ class ForgetStore:
     ) -> tuple[DeletionRow, bool]:
         m = memories.c
         async with self.store.transaction() as conn:
+            await self._drop_subject_refs(conn, tenant_id, selector, subject_hash)
             rows = await self._rows(conn, tenant_id, selector, now)
             gone = (Status.TOMBSTONED.value, Status.PURGED.value)
             fresh = [r for r in rows if r.status not in gone and r.purged_at is None]
@@ -275,6 +296,28 @@ class ForgetStore:
                         updated_at=now,
                     )
                 )
+            # One event per memory, in this transaction: `audit show MEMORY_ID` ends with its deletion
+            # (or expiry), and the event exists exactly when the tombstone does.
+            operation = Operation.EXPIRE if expire else Operation.DELETE
+            await self.store._append_audit_many(
+                conn,
+                [
+                    AuditEventIn(
+                        id=member_event_id(operation, did, r.id),
+                        at=now,
+                        tenant_id=tenant_id,
+                        actor=requester,
+                        operation=operation,
+                        memory_id=r.id,
+                        namespace=namespace_label(r.scope, r.owner_id, r.agent_id, r.store),
+                        reason=reason,
+                        workflow_id=f"forget-{did}",
+                        deletion_id=did,
+                        details={"selector": redacted_selector.get("kind"), "prior_status": r.status},
+                    )
+                    for r in sorted(fresh, key=lambda r: r.id)
+                ],
+            )
             if isinstance(selector, SourceSelector):
                 q = self.store.insert(quarantined_sources).values(
                     tenant_id=tenant_id, system=selector.system, key=selector.key, deletion_id=did, created_at=now
@@ -283,6 +326,22 @@ class ForgetStore:
             created = await self._get(conn, tenant_id, did)
         assert created is not None
         return created, True
+
+    async def _drop_subject_refs(
+        self, conn: AsyncConnection, tenant_id: str, selector: object, subject_hash: str | None
+    ) -> None:
+        """An erased subject's parked handles go with the tombstone, so no workflow can resolve them again.
+
+        Owner erasure: the handles under that subject's hash; offboarding: every handle of the tenant.
+        """
+        c = candidates.c
+        if isinstance(selector, OwnerSelector) and subject_hash:
+            pattern = f"{subject_ref_prefix(subject_hash)}%"
+        elif isinstance(selector, TenantSelector):
+            pattern = f"{SUBJECT_REF_PREFIX}%"
+        else:
+            return
+        await conn.execute(sa.delete(candidates).where(c.tenant_id == tenant_id, c.ref.like(pattern)))
 
     async def _existing(
         self, conn: AsyncConnection, tenant_id: str, selector_key: str, memory_ids: list[str]
@@ -422,8 +481,12 @@ class ForgetStore:
 
     async def finish(
         self, tenant_id: str, did: str, *, receipt_hash: str, audit_event_id: str, counts: dict[str, Any], now: datetime
-    ) -> None:
-        """Every sink verified: members become `purged` (expired ones stay `expired`, stamped purged_at)."""
+    ) -> bool:
+        """Every sink verified: members become `purged` (expired ones stay `expired`, stamped purged_at).
+
+        True only for the call that moved the deletion to `verified` (a retried finish gets False), so
+        what happens once per deletion (its completion-time metric) can key on it.
+        """
         m = memories.c
         d = deletions.c
         ids = await self.members(tenant_id, did)
@@ -439,9 +502,9 @@ class ForgetStore:
                     .where(m.tenant_id == tenant_id, m.id.in_(chunk), m.purged_at.is_(None))
                     .values(purged_at=now, updated_at=now, version=m.version + 1)
                 )
-            await conn.execute(
+            finished = await conn.execute(
                 sa.update(deletions)
-                .where(d.tenant_id == tenant_id, d.id == did)
+                .where(d.tenant_id == tenant_id, d.id == did, d.status != "verified")
                 .values(
                     status="verified",
                     completed_at=sa.func.coalesce(d.completed_at, now),
@@ -451,6 +514,7 @@ class ForgetStore:
                     updated_at=now,
                 )
             )
+        return finished.rowcount == 1
 
     # -- the store's own content (a sink) ------------------------------------------------------
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import itertools
 import json
 import logging
 import threading
@@ -37,6 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.sql.elements import ColumnElement
 
 from memwarden.config import Settings
+from memwarden.forget import subject_key
 from memwarden.records import (
     MemoryRecord,
     NamespaceClause,
@@ -45,7 +47,14 @@ from memwarden.records import (
     check_transition,
     sensitivity_rank,
 )
-from memwarden.stores.audit import GENESIS_HASH, AuditEvent, AuditEventIn, AuditVerification, chain_hash
+from memwarden.stores.audit import (
+    GENESIS_HASH,
+    AuditEvent,
+    AuditEventIn,
+    AuditVerification,
+    Pseudonymizer,
+    chain_hash,
+)
 from memwarden.stores.audit_signing import Checkpoint, CheckpointSigner, CheckpointVerifier
 from memwarden.stores.sql_models import audit_checkpoints, audit_events, candidates, memories, owner_settings
 
@@ -70,6 +79,8 @@ _PING_TIMEOUT = 2.0
 
 _RECORD_FIELDS: tuple[str, ...] = tuple(MemoryRecord.model_fields)
 _AUDIT_FIELDS: tuple[str, ...] = tuple(AuditEventIn.model_fields)
+_AUDIT_BATCH = 500
+"""Events per INSERT (and per id lookup) in `append_audit_many`."""
 
 
 @dataclass(frozen=True)
@@ -96,13 +107,19 @@ class SqlStore:
     """Async repository over the durable store; open with `SqlStore.open(url)`, then `migrate()`."""
 
     def __init__(
-        self, engine: AsyncEngine, *, audit_signer: CheckpointSigner | None = None, checkpoint_every: int = 256
+        self,
+        engine: AsyncEngine,
+        *,
+        audit_signer: CheckpointSigner | None = None,
+        checkpoint_every: int = 256,
+        audit_pseudonyms: Pseudonymizer | None = None,
     ) -> None:
         if checkpoint_every < 1:
             raise ValueError("checkpoint_every must be at least 1")
         self._engine = engine
         self._signer = audit_signer
         self._checkpoint_every = checkpoint_every
+        self._pseudonyms = audit_pseudonyms
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -114,12 +131,14 @@ class SqlStore:
         schema: str | None = None,
         audit_signer: CheckpointSigner | None = None,
         checkpoint_every: int = 256,
+        audit_pseudonyms: Pseudonymizer | None = None,
     ) -> SqlStore:
         """Create the engine for an async URL (sqlite+aiosqlite or postgresql+asyncpg).
 
         `schema` (PostgreSQL only) puts every table in that schema via the search_path: tests
         use it for isolation, deployments may use it to share a database. `audit_signer` signs a
-        checkpoint of the audit chain head every `checkpoint_every` events.
+        checkpoint of the audit chain head every `checkpoint_every` events; `audit_pseudonyms` turns
+        the person ids in every appended event (actor, namespace) into keyed hashes.
         """
         sa_url = make_url(url)
         backend = sa_url.get_backend_name()
@@ -151,7 +170,9 @@ class SqlStore:
             )
         else:
             raise ValueError(f"unsupported database backend: {backend}")
-        return cls(engine, audit_signer=audit_signer, checkpoint_every=checkpoint_every)
+        return cls(
+            engine, audit_signer=audit_signer, checkpoint_every=checkpoint_every, audit_pseudonyms=audit_pseudonyms
+        )
 
     @property
     def engine(self) -> AsyncEngine:
@@ -657,6 +678,8 @@ class SqlStore:
     async def _append_audit(self, conn: AsyncConnection, event: AuditEventIn) -> None:
         """`append_audit` inside a transaction the caller holds (so a change and its event land together)."""
         a = audit_events.c
+        if self._pseudonyms is not None:
+            event = self._pseudonyms.event(event)
         await self._lock_audit(conn)
         if await conn.scalar(sa.select(a.seq).where(a.id == event.id)) is not None:
             return
@@ -672,6 +695,59 @@ class SqlStore:
             last = await conn.scalar(sa.select(sa.func.max(audit_checkpoints.c.seq)))
             if int(seq) - int(last or 0) >= self._checkpoint_every:
                 await self._write_checkpoint(conn, int(seq), head_hash, int(last or 0))
+
+    async def append_audit_many(self, events: Sequence[AuditEventIn]) -> int:
+        """`append_audit` for many events in one transaction (a deletion's per-memory events)."""
+        async with self._write() as conn:
+            return await self._append_audit_many(conn, events)
+
+    async def _append_audit_many(self, conn: AsyncConnection, events: Sequence[AuditEventIn]) -> int:
+        """Chain many events in their order with batched inserts; ids already present are skipped.
+
+        One round trip per `_AUDIT_BATCH` events instead of three per event, so a 10k-memory erasure
+        records its 10k events in well under a second. Checkpoints land exactly where one-by-one
+        appends would have put them. Returns how many events were new.
+        """
+        if self._pseudonyms is not None:
+            events = [self._pseudonyms.event(e) for e in events]
+        a = audit_events.c
+        await self._lock_audit(conn)
+        present: set[str] = set()
+        ids = [e.id for e in events]
+        for start in range(0, len(ids), _AUDIT_BATCH):
+            chunk = ids[start : start + _AUDIT_BATCH]
+            present.update((await conn.execute(sa.select(a.id).where(a.id.in_(chunk)))).scalars())
+        fresh: list[AuditEventIn] = []
+        for e in events:
+            if e.id not in present:
+                present.add(e.id)
+                fresh.append(e)
+        if not fresh:
+            return 0
+        prev_hash = await conn.scalar(sa.select(a.hash).order_by(a.seq.desc()).limit(1)) or GENESIS_HASH
+        rows: list[dict[str, Any]] = []
+        for e in fresh:
+            head_hash = chain_hash(prev_hash, e)
+            rows.append({**{f: getattr(e, f) for f in _AUDIT_FIELDS}, "prev_hash": prev_hash, "hash": head_hash})
+            prev_hash = head_hash
+        last = int(await conn.scalar(sa.select(sa.func.max(audit_checkpoints.c.seq))) or 0)
+        for start in range(0, len(rows), _AUDIT_BATCH):
+            batch = rows[start : start + _AUDIT_BATCH]
+            returned = await conn.execute(
+                sa.insert(audit_events).returning(a.seq, a.hash, sort_by_parameter_order=True), batch
+            )
+            placed = [(int(r.seq), str(r.hash)) for r in returned]
+            # The chain is in seq order: the batch must have been numbered in the order it was hashed.
+            if [h for _, h in placed] != [r["hash"] for r in batch] or any(
+                x[0] >= y[0] for x, y in itertools.pairwise(placed)
+            ):
+                raise RuntimeError("audit batch was not numbered in insertion order")
+            if self._signer is not None:
+                for seq, head_hash in placed:
+                    if seq - last >= self._checkpoint_every:
+                        await self._write_checkpoint(conn, seq, head_hash, last)
+                        last = seq
+        return len(fresh)
 
     async def _lock_audit(self, conn: AsyncConnection) -> None:
         """Serialize chain appends: PostgreSQL's advisory lock (SQLite already holds its write lock)."""
@@ -740,7 +816,8 @@ class SqlStore:
     ) -> tuple[list[AuditEvent], str | None]:
         """A tenant's events, newest first (or oldest first), filtered; opaque keyset cursor.
 
-        `since` is inclusive and `until` exclusive (`at` is the time the event was recorded). A
+        `since` is inclusive and `until` exclusive (`at` is the time the event was recorded). `actor`
+        is given in the clear (`user:alice`) and matched in its stored, pseudonymous form too. A
         cursor is only valid with the ordering that produced it.
         """
         if limit < 1:
@@ -748,9 +825,13 @@ class SqlStore:
         after = _decode_audit_cursor(cursor, oldest_first) if cursor is not None else None
         a = audit_events.c
         stmt = sa.select(audit_events).where(a.tenant_id == tenant_id)
-        for column, value in ((a.memory_id, memory_id), (a.deletion_id, deletion_id), (a.actor, actor)):
+        for column, value in ((a.memory_id, memory_id), (a.deletion_id, deletion_id)):
             if value is not None:
                 stmt = stmt.where(column == value)
+        if actor is not None:
+            # Events are stored with the actor pseudonymous; rows written before that hold it raw.
+            forms = {actor, self._pseudonyms.actor(tenant_id, actor)} if self._pseudonyms else {actor}
+            stmt = stmt.where(a.actor.in_(sorted(forms)))
         if operation is not None:
             stmt = stmt.where(a.operation == operation)
         if since is not None:
@@ -876,11 +957,13 @@ def _checkpoint_problem(
 
 
 async def open_store(settings: Settings) -> SqlStore:
-    """The store as the API, the worker and the CLI open it: with the settings' audit signer."""
+    """The store as the API, the worker and the CLI open it: the settings' audit signer, and person ids
+    in audit events hashed under the subject key (the receipts' scheme)."""
     return await SqlStore.open(
         settings.database_url or "",
         audit_signer=settings.audit_signer,
         checkpoint_every=settings.audit_checkpoint_every,
+        audit_pseudonyms=Pseudonymizer(subject_key(settings.auth_secret_value)),
     )
 
 

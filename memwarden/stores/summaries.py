@@ -11,21 +11,24 @@ newest first, within the content limit. An LLM summarizer plugs in through `Summ
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 import sqlalchemy as sa
 
 from memwarden.embed import Embedder
+from memwarden.forget import SUBJECT_REF_PREFIX, subject_hash, subject_ref_prefix
 from memwarden.records import (
     MemoryRecord,
     MemoryType,
     Scope,
     SourceKind,
     Status,
+    SummarizeInput,
     WriteReason,
     content_hash,
     sensitivity_rank,
@@ -39,6 +42,37 @@ SUMMARY_SLOT = "summary.episodic"
 MAX_SOURCES = 50
 SUMMARY_NS = uuid.UUID("8a4e2f0d-51c3-4b8e-9f7a-3c1d2e6b9a40")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+SUBJECT_REF_TTL = timedelta(hours=1)
+
+
+async def park_summary_request(
+    store: SqlStore, key: bytes, *, tenant_id: str, owner_id: str, actor: str, now: datetime | None = None
+) -> SummarizeInput:
+    """SummarizeWorkflow's input for one owner: the owner and actor wait in the store, history gets a handle.
+
+    The handle carries the owner's keyed hash (the receipts' `subject_hash`), so an owner erasure finds
+    and deletes it; it expires after `SUBJECT_REF_TTL` (the retention sweep removes expired claim checks).
+    """
+    at = now or datetime.now(UTC)
+    ref = f"{subject_ref_prefix(subject_hash(key, tenant_id, owner_id))}{uuid.uuid4().hex[:16]}"
+    body = json.dumps({"owner_id": owner_id, "actor": actor}, separators=(",", ":"))
+    await store.put_candidate(ref, tenant_id, body, at + SUBJECT_REF_TTL)
+    return SummarizeInput(tenant_id=tenant_id, subject_ref=ref)
+
+
+async def claim_summary_request(store: SqlStore, request: SummarizeInput) -> tuple[str, str] | None:
+    """(owner id, actor) of a request; None when its handle is gone (expired, or the owner was erased)."""
+    if request.subject_ref is None:  # histories from before the handle carried the ids themselves
+        return (request.owner_id, request.actor or "system:summarize") if request.owner_id else None
+    if not request.subject_ref.startswith(SUBJECT_REF_PREFIX):
+        return None
+    raw = await store.get_candidate(request.subject_ref)
+    if raw is None:
+        return None
+    body = json.loads(raw)
+    return str(body["owner_id"]), str(body["actor"])
 
 
 class Summarizer(Protocol):

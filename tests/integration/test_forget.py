@@ -21,12 +21,13 @@ from sqlalchemy.engine import make_url
 
 from memwarden.forget import MemorySelector, receipt_hash, selector_key, subject_hash, subject_key
 from memwarden.identity import Principal, Role, read_filter
-from memwarden.records import ForgetInput, MemoryType, RetrieveInput, Scope, SourceRef, Status, SummarizeInput
+from memwarden.records import ForgetInput, MemoryType, RetrieveInput, Scope, SourceRef, Status
 from memwarden.sinks import CACHE, STORE_CONTENT, SUMMARIES, VECTOR_INDEX
 from memwarden.stores.cache import owner_prefix, search_key
 from memwarden.stores.forget import ForgetStore
 from memwarden.stores.replicas import replica_name
 from memwarden.stores.sql_models import memories
+from memwarden.stores.summaries import claim_summary_request, park_summary_request
 from tests.forget_support import (
     Stack,
     decoded_histories_containing,
@@ -119,6 +120,19 @@ async def test_delete_memory_tombstones_at_once_then_every_sink_verifies(stack: 
     assert receipt_hash(tampered) != receipt["receipt_hash"]
     assert receipt["receipt"]["request"]["requester_role"] == "user"
     assert "alice" not in str(receipt["receipt"])
+    # Each memory's own audit record ends with its deletion, pseudonymous the receipts' way.
+    for mid in (old.id, new.id):
+        history, _ = await stack.deps.store.list_audit(t, memory_id=mid, limit=1, cursor=None)
+        [deleted] = history
+        assert (deleted.operation, deleted.deletion_id, deleted.reason) == (
+            "delete",
+            accepted["deletion_id"],
+            "owner_request",
+        )
+        assert deleted.actor == f"user:~{receipt['receipt']['request']['requester_hash']}"
+        assert deleted.namespace == f"user:~{receipt['subject_hash']}"
+    by_actor, _ = await stack.deps.store.list_audit(t, actor="user:alice", operation="delete", limit=5, cursor=None)
+    assert {e.memory_id for e in by_actor} == {old.id, new.id}
     assert await stack.deps.store.verify_audit() == (True, None)
 
     again = await http.delete(f"/v1/memories/{new.id}", headers=alice)
@@ -133,8 +147,9 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
 ) -> None:
     t = tenant()
     marker = f"zeppelin{uuid.uuid4().hex[:12]}"
-    alice = stack.auth(t, "alice")
-    agent = stack.auth(t, "svc", role="agent", agent="planner", on_behalf_of="alice")
+    owner = f"alice{uuid.uuid4().hex[:10]}"  # unique, so a hit anywhere below is this person's id
+    alice = stack.auth(t, owner)
+    agent = stack.auth(t, "svc", role="agent", agent="planner", on_behalf_of=owner)
     # One write through the API's whole path (claim check, RememberWorkflow, commit).
     posted = await http.post(
         "/v1/memories",
@@ -152,7 +167,7 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
         ids.append(
             (
                 await seed(
-                    stack.deps, t, "alice", f"{marker} episode {i}: alice rode to the lake.", type=MemoryType.EPISODIC
+                    stack.deps, t, owner, f"{marker} episode {i}: alice rode to the lake.", type=MemoryType.EPISODIC
                 )
             ).id
         )
@@ -161,7 +176,7 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
             await seed(
                 stack.deps,
                 t,
-                "alice",
+                owner,
                 f"planner notes alice likes {marker} routes",
                 scope=Scope.AGENT,
                 agent_id="planner",
@@ -169,25 +184,40 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
         ).id
     )
     bob = await seed(stack.deps, t, "bob", "bob keeps his bicycle in the shed")
+    # Retention runs over one of hers first, so a RetentionWorkflow (and its child ForgetWorkflow) of
+    # this owner is in the namespace for the history check below.
+    lapsing = await seed(stack.deps, t, owner, "alice's train leaves at nine", expires_in=timedelta(seconds=1))
+    await asyncio.sleep(1.2)
+    from workflows.retention import RetentionWorkflow
+
+    await stack.client.execute_workflow(
+        RetentionWorkflow.run, id=f"retention-{uuid.uuid4()}", task_queue=stack.settings.temporal_task_queue
+    )
+    assert (await stack.deps.store.get_memory(t, lapsing.id)).status is Status.EXPIRED  # type: ignore[union-attr]
+    key = subject_key(stack.settings.auth_secret_value)
     summary = await stack.client.execute_workflow(
         SummarizeWorkflow.run,
-        SummarizeInput(tenant_id=t, owner_id="alice", actor="system:test"),
+        await park_summary_request(stack.deps.store, key, tenant_id=t, owner_id=owner, actor=f"user:{owner}"),
         id=f"summarize-{uuid.uuid4()}",
         task_queue=stack.settings.temporal_task_queue,
     )
     assert summary.summary_id and summary.derived_from == 3
     assert marker in ((await stack.deps.store.get_memory(t, summary.summary_id)).content or "")  # type: ignore[union-attr]
+    # A second handle parked for the owner, never used: the erasure must take it too.
+    unused = await park_summary_request(stack.deps.store, key, tenant_id=t, owner_id=owner, actor="system:test")
     assert ids[0] in await search_ids(http, alice, f"where is the {marker} bicycle")
     assert await search_ids(http, agent, f"{marker} routes")
-    # The control: before erasure the marker is on disk (so a zero below means something).
+    # The controls: before erasure the marker is on disk and the owner's id is in some history (the
+    # write's RememberInput), so the zeros below mean something.
     assert scan(stack.settings.data_dir, marker.encode())
+    assert await decoded_histories_containing(stack.client, owner.encode())
     # The API write reached the replica through the commit path itself (seeded ones through `seed`).
     posted_copy = await stack.deps.replicas[0].get(ids[0])
     assert posted_copy is not None and marker in (posted_copy["content"] or "")
     assert scan(Path(make_url(stack.settings.replica_urls[0]).database or "").parent, marker.encode())
 
     answer = await http.post(
-        "/v1/forget", json={"selector": {"kind": "owner", "owner_id": "alice"}, "reason": "gdpr_art17"}, headers=alice
+        "/v1/forget", json={"selector": {"kind": "owner", "owner_id": owner}, "reason": "gdpr_art17"}, headers=alice
     )
     assert answer.status_code == 202, answer.text
     receipt = await wait_verified(http, answer.json()["deletion_id"], alice)
@@ -199,6 +229,20 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
     assert scan(replica_dir, marker.encode()) == []  # the replica's file too
     # Nor is it readable in any workflow history, even decoded with the codec key from the data dir.
     assert await decoded_histories_containing(stack.client, marker.encode()) == []
+    # The owner's id: never in Summarize, Forget or Retention history (they carry handles and ids).
+    # RememberWorkflow/PendingWriteWorkflow (RememberInput.owner_id) and RetrieveWorkflow (the read
+    # filter's owners) still carry it, encrypted: listed in the README as what remains.
+    holding = await decoded_histories_containing(stack.client, owner.encode())
+    assert holding and all(w.startswith(("remember-", "retrieve-", "pending-")) for w in holding), holding
+    ran = {e.id.split("-", 1)[0] async for e in stack.client.list_workflows()}
+    assert {"summarize", "forget", "retention"} <= ran  # they were there to be checked
+    # The audit log holds every decision about her, and not one readable id of hers.
+    async with stack.deps.store.engine.connect() as conn:
+        rows = (await conn.execute(sa.text("SELECT * FROM audit_events WHERE tenant_id = :t"), {"t": t})).all()
+    assert len(rows) >= len(ids) + 3 and not [r for r in rows if owner in str(tuple(r))]
+    assert await stack.deps.store.verify_audit() == (True, None)
+    # The summary's handles are gone with her: a replay of that workflow's input resolves to nobody.
+    assert await claim_summary_request(stack.deps.store, unused) is None
     for mid in [*ids, summary.summary_id]:
         record = await stack.deps.store.get_memory(t, mid)
         assert record is not None and record.status is Status.PURGED and record.content is None
@@ -217,7 +261,13 @@ async def test_forgetting_a_source_of_a_summary_rederives_it(stack: Stack, http:
     keep2 = await seed(stack.deps, t, "alice", "alice baked bread on sunday.", type=MemoryType.EPISODIC)
     first = await stack.client.execute_workflow(
         SummarizeWorkflow.run,
-        SummarizeInput(tenant_id=t, owner_id="alice", actor="system:test"),
+        await park_summary_request(
+            stack.deps.store,
+            subject_key(stack.settings.auth_secret_value),
+            tenant_id=t,
+            owner_id="alice",
+            actor="system:test",
+        ),
         id=f"summarize-{uuid.uuid4()}",
         task_queue=stack.settings.temporal_task_queue,
     )
@@ -407,6 +457,14 @@ async def test_retention_sweep_expires_through_forget_and_the_schedule_exists(st
     events, _ = await stack.deps.store.list_audit(t, limit=10, cursor=None)
     assert {e.operation for e in events} >= {"forget_requested", "forget_receipt"}
     assert all(e.reason == "retention_expired" for e in events if e.operation.startswith("forget"))
+    # The expiry itself, on the memory's own record: `audit show` ends with it (no content, no person).
+    history, _ = await stack.deps.store.list_audit(t, memory_id=lapsing.id, oldest_first=True, limit=10, cursor=None)
+    expire = history[-1]
+    assert (expire.operation, expire.actor, expire.reason) == ("expire", "system:retention", "retention_expired")
+    assert expire.deletion_id and expire.details == {"selector": "expired", "prior_status": "active"}
+    assert expire.namespace and expire.namespace.startswith("user:~") and "alice" not in expire.namespace
+    untouched, _ = await stack.deps.store.list_audit(t, memory_id=lasting.id, limit=10, cursor=None)
+    assert "expire" not in {e.operation for e in untouched}
 
     assert await ensure_retention_schedule(stack.client, stack.settings) is True
     assert await ensure_retention_schedule(stack.client, stack.settings) is False  # idempotent

@@ -13,8 +13,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from memwarden.forget import (
     AgentSelector,
@@ -31,33 +29,15 @@ from memwarden.forget import (
 from memwarden.records import MemoryRecord, MemoryType, Scope, SourceKind, SourceRef, Status, content_hash
 from memwarden.stores.forget import ForgetStore, MemoryNotFound
 from memwarden.stores.sql import SqlStore
-from tests.conftest import service_url
+from tests.store_support import fresh_store
 
 KEY = subject_key("store-test")
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 async def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SqlStore]:
-    if request.param == "sqlite":
-        s = await SqlStore.open(f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('fs') / 'mw.db'}")
-        await s.migrate()
+    async with fresh_store(request.param, tmp_path_factory.mktemp("fs"), schema_prefix="mw_fs") as s:
         yield s
-        await s.close()
-        return
-    url = service_url("MEMWARDEN_TEST_POSTGRES_URL")
-    schema = f"mw_fs_{uuid.uuid4().hex[:12]}"
-    admin = create_async_engine(url, isolation_level="AUTOCOMMIT")
-    async with admin.connect() as conn:
-        await conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    s = await SqlStore.open(url, schema=schema)
-    await s.migrate()
-    try:
-        yield s
-    finally:
-        await s.close()
-        async with admin.connect() as conn:
-            await conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-        await admin.dispose()
 
 
 async def put(store: SqlStore, tenant: str, owner: str, text: str, **kw: object) -> MemoryRecord:

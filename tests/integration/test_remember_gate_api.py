@@ -75,6 +75,15 @@ async def test_a_changed_value_in_the_same_slot_supersedes_and_keeps_the_old_one
     assert await search_ids(http, alice, "which seat does alice like on flights") == [new["memory_id"]]
     detail = (await http.get(f"/v1/memories/{new['memory_id']}", headers=alice)).json()
     assert [h["id"] for h in detail["history"]] == [old["memory_id"]]
+    # The supersession is an audit event of its own (`update`), without content, the actor pseudonymous.
+    events, _ = await api.store.list_audit(t, memory_id=new["memory_id"], limit=5, cursor=None)
+    [update] = events
+    assert (update.operation, update.reason, update.details["supersedes"]) == (
+        "update",
+        "slot_value_changed",
+        old["memory_id"],
+    )
+    assert update.actor.startswith("user:~") and "alice" not in f"{update.actor}{update.namespace}"
 
 
 @pytest.mark.parametrize(

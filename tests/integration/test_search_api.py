@@ -9,23 +9,19 @@ do not depend on the write gate's decisions. Every text is synthetic; every test
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from activities.deps import Deps
-from api.app import create_app
 from memwarden.config import Settings
 from memwarden.identity import Principal, Role, mint_token, read_filter
 from memwarden.policy.render import CONTEXT_HEADER
@@ -41,10 +37,7 @@ from memwarden.records import (
     content_hash,
 )
 from memwarden.stores.vectors import index_point
-from worker.devserver import DevServer, free_port
-from worker.runtime import build_worker, open_deps
-from worker.stack import run_api
-from worker.temporal_client import connect
+from tests.stack_support import embedded_stack
 
 
 @dataclass
@@ -92,38 +85,9 @@ class Api:
 
 @pytest.fixture(scope="module")
 async def api(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Api]:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    data_dir = tmp_path_factory.mktemp("search-api")
-    dev = DevServer(data_dir / "temporal", port=free_port(), headless=True)
-    await dev.start()
-    try:
-        settings = Settings(
-            profile="embedded",  # type: ignore[arg-type]
-            data_dir=Path(data_dir),
-            temporal_address=dev.address,
-            temporal_task_queue=f"search-api-{uuid.uuid4().hex[:8]}",
-            api_port=free_port(),
-        )
-        client = await connect(settings)
-        async with open_deps(settings) as deps:
-            app = create_app(settings, temporal=client, store=deps.store)
-            async with build_worker(client, deps):
-                servers: list[uvicorn.Server] = []
-                serving = asyncio.create_task(run_api(settings, servers, app))
-                deadline = time.monotonic() + 30
-                while not (servers and servers[0].started):
-                    assert not serving.done(), "uvicorn stopped during startup"
-                    assert time.monotonic() < deadline, "uvicorn did not start"
-                    await asyncio.sleep(0.05)
-                base = f"http://127.0.0.1:{settings.api_port}"
-                async with httpx.AsyncClient(base_url=base, timeout=30) as http:
-                    try:
-                        yield Api(settings=settings, deps=deps, http=http, temporal=client)
-                    finally:
-                        servers[0].should_exit = True
-                        await asyncio.wait_for(serving, 15)
-    finally:
-        await dev.stop()
+    async with embedded_stack(tmp_path_factory.mktemp("search-api")) as stack:
+        async with httpx.AsyncClient(base_url=stack.base_url, timeout=30) as http:
+            yield Api(settings=stack.settings, deps=stack.deps, http=http, temporal=stack.client)
 
 
 def tenant() -> str:

@@ -33,6 +33,7 @@ from memwarden.stores.vectors import DENSE_DIM, VectorIndex
 from memwarden.stores.vectors_edge import EdgeIndex
 from memwarden.stores.vectors_qdrant import QdrantClientIndex
 from tests.conftest import service_url
+from tests.store_support import fresh_store
 
 
 def now() -> datetime:
@@ -102,26 +103,8 @@ async def cache(request: pytest.FixtureRequest) -> AsyncIterator[Cache]:
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SqlStore]:
-    if request.param == "sqlite":
-        s = await SqlStore.open(f"sqlite+aiosqlite:///{tmp_path / 'mw.db'}")
-        await s.migrate()
+    async with fresh_store(request.param, tmp_path, schema_prefix="mw_sink") as s:
         yield s
-        await s.close()
-        return
-    url = service_url("MEMWARDEN_TEST_POSTGRES_URL")
-    schema = f"mw_sink_{uuid.uuid4().hex[:12]}"
-    admin = create_async_engine(url, isolation_level="AUTOCOMMIT")
-    async with admin.connect() as conn:
-        await conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    s = await SqlStore.open(url, schema=schema)
-    await s.migrate()
-    try:
-        yield s
-    finally:
-        await s.close()
-        async with admin.connect() as conn:
-            await conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-        await admin.dispose()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql-database", marks=pytest.mark.postgres)])

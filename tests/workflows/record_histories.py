@@ -36,7 +36,7 @@ from temporalio.client import Client, WorkflowFailureError
 
 from activities.deps import Deps
 from memwarden.config import Settings
-from memwarden.forget import MemorySelector, selector_key
+from memwarden.forget import MemorySelector, selector_key, subject_key
 from memwarden.identity import Principal, Role, read_filter
 from memwarden.policy.gate import GatePolicy
 from memwarden.records import (
@@ -53,11 +53,11 @@ from memwarden.records import (
     SettleAction,
     SettleRequest,
     SourceKind,
-    SummarizeInput,
     content_hash,
 )
 from memwarden.stores.forget import ForgetStore
 from memwarden.stores.sql import SqlStore
+from memwarden.stores.summaries import park_summary_request
 from worker.codec import ENCODING
 from worker.devserver import DevServer, free_port
 from worker.runtime import build_worker, open_deps
@@ -359,12 +359,10 @@ async def _summarize(client: Client, deps: Deps, tq: str, wid: str) -> object:
         type=MemoryType.EPISODIC,
     )
     await run_remember(client, deps.store, tq, request, SYNTHETIC["episode"], workflow_id=f"{wid}-source")
-    result = await client.execute_workflow(
-        SummarizeWorkflow.run,
-        SummarizeInput(tenant_id=TENANT, owner_id=ALICE.sub, actor="system:record"),
-        id=wid,
-        task_queue=tq,
-    )
+    # The owner travels by handle (a claim check), never as an id in history.
+    key = subject_key(deps.settings.auth_secret_value)
+    request = await park_summary_request(deps.store, key, tenant_id=TENANT, owner_id=ALICE.sub, actor=ALICE.actor)
+    result = await client.execute_workflow(SummarizeWorkflow.run, request, id=wid, task_queue=tq)
     if result.summary_id is None:
         raise RuntimeError("recording expected a summary")
     return result

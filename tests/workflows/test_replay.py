@@ -155,3 +155,20 @@ async def test_replay_needs_the_codec_key() -> None:
     result = await wrong.replay_workflow(load(REMEMBER_HISTORY), raise_on_replay_failure=False)
     assert result.replay_failure is not None
     assert "CodecError" in str(result.replay_failure)
+
+
+async def _summarize_input(path: Path) -> bytes:
+    """The decoded (codec key) input of a recorded SummarizeWorkflow run."""
+    codec = data_converter(settings_for(Path("/nonexistent"), "127.0.0.1:0", "replay")).payload_codec
+    assert codec is not None
+    started = load(path).events[0].workflow_execution_started_event_attributes
+    [payload] = await codec.decode(list(started.input.payloads))
+    return payload.data
+
+
+async def test_summarize_history_carries_a_handle_not_the_owner() -> None:
+    """Today's input names the owner by claim-check handle; the legacy one (the control) held the id."""
+    today = await _summarize_input(HISTORIES_DIR / "SummarizeWorkflow-episodes.json")
+    assert b'"subject_ref":"subject-' in today and b"user-a" not in today
+    legacy = await _summarize_input(LEGACY_DIR / "SummarizeWorkflow-episodes_owner_id.json")
+    assert b'"owner_id":"user-a"' in legacy

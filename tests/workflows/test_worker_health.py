@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from activities.deps import Deps
+from memwarden import telemetry
 from memwarden.config import Settings
 from memwarden.embed import Embedder
 from memwarden.stores.cache import Cache, MemoryCache, RedisCache
@@ -62,7 +63,20 @@ async def test_ready_when_every_dependency_answers(tmp_path: Path, temporal: Dev
             assert ready.status_code == 200
             assert ready.json()["checks"] == {"temporal": True, "store": True, "index": True, "cache": True}
             assert (await http.post("/readyz")).status_code == 405
-            assert (await http.get("/metrics")).status_code == 404
+            assert (await http.get("/nope")).status_code == 404
+
+            # What activities measure is recorded in this process, so the worker serves it (counts, no ids).
+            def deletions(text: str) -> float:
+                wanted = ("memwarden_deletion_duration_seconds_count{", 'scope="owner"', 'status="verified"')
+                lines = [ln for ln in text.splitlines() if ln.startswith(wanted[0]) and all(w in ln for w in wanted)]
+                return sum(float(ln.rsplit(" ", 1)[1]) for ln in lines)
+
+            before = deletions((await http.get("/metrics")).text)
+            telemetry.metrics().record_deletion(2.5, "verified", scope="owner")
+            metrics = await http.get("/metrics")
+            assert metrics.status_code == 200 and metrics.headers["content-type"].startswith("text/plain")
+            assert deletions(metrics.text) == before + 1
+            assert (await http.post("/metrics")).status_code == 405
             # Several probes at once are answered independently.
             answers = await asyncio.gather(*(http.get("/readyz") for _ in range(5)))
             assert {a.status_code for a in answers} == {200}

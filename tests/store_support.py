@@ -1,0 +1,45 @@
+"""A fresh durable store for a test: a SQLite file, or a PostgreSQL schema of its own (dropped after).
+
+Not collected by pytest. Shared by the store-level Forget tests and the sink contract, whose
+fixtures differ only in scope and parameters.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from memwarden.stores.sql import SqlStore
+from tests.conftest import service_url
+
+
+@asynccontextmanager
+async def fresh_store(backend: str, directory: Path, *, schema_prefix: str = "mw_test") -> AsyncIterator[SqlStore]:
+    """`backend` "sqlite" (a file in `directory`) or "postgresql" (MEMWARDEN_TEST_POSTGRES_URL), migrated."""
+    if backend == "sqlite":
+        store = await SqlStore.open(f"sqlite+aiosqlite:///{directory / 'mw.db'}")
+        await store.migrate()
+        try:
+            yield store
+        finally:
+            await store.close()
+        return
+    url = service_url("MEMWARDEN_TEST_POSTGRES_URL")
+    schema = f"{schema_prefix}_{uuid.uuid4().hex[:12]}"
+    admin = create_async_engine(url, isolation_level="AUTOCOMMIT")
+    async with admin.connect() as conn:
+        await conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+    store = await SqlStore.open(url, schema=schema)
+    try:
+        await store.migrate()
+        yield store
+    finally:
+        await store.close()
+        async with admin.connect() as conn:
+            await conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+        await admin.dispose()
