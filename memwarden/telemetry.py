@@ -63,6 +63,10 @@ SUPERSEDES = "memwarden.supersedes"
 DELETION_ID = "memwarden.deletion.id"
 SELECTOR_KIND = "memwarden.selector.kind"
 OUTCOME = "memwarden.outcome"
+TRIGGER = "memwarden.revalidation.trigger"
+SOURCE_SYSTEM = "memwarden.source.system"
+NEW_MEMORY_ID = "memwarden.new_memory.id"
+CHECKED_COUNT = "memwarden.checked.count"
 
 ALLOWED_ATTRIBUTES = frozenset(
     {
@@ -86,6 +90,10 @@ ALLOWED_ATTRIBUTES = frozenset(
         DELETION_ID,
         SELECTOR_KIND,
         OUTCOME,
+        TRIGGER,
+        SOURCE_SYSTEM,
+        NEW_MEMORY_ID,
+        CHECKED_COUNT,
     }
 )
 """Ids, codes and counts: the only keys memwarden puts on its spans."""

@@ -68,7 +68,9 @@ async def search(state: State, caller: Caller, body: Annotated[SearchIn, Body()]
     scores = {h.memory_id: h.score for h in result.hits}
     # Claim check: content is loaded only for ids that are still eligible right now.
     records = sorted(await state.store.eligible(rf, list(scores), now), key=lambda r: -scores[r.id])
-    entries = [(r, read_freshness(r)) for r in records]
+    # Read-time revalidation's verdicts (verified / unverified) replace the store's fresh-or-stale.
+    checked = {c.memory_id: c.freshness for c in result.checks}
+    entries = [(r, checked.get(r.id) or read_freshness(r)) for r in records]
     results = [
         SearchResultOut(
             memory_id=r.id,
