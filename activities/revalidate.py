@@ -353,12 +353,14 @@ class Revalidator:
         dropped: set[str] = set()
         confirm: list[tuple[MemoryRecord, str | None]] = []
         attempts: list[AuditEventIn] = []
+        answer_codes: dict[str, str] = {}
         for record, answer in zip(checked, answers, strict=True):
             if answer.outcome is Outcome.CHANGED and answer.content is not None:
                 if content_hash(answer.content) == record.content_hash:
                     answer = answer.model_copy(update={"outcome": Outcome.UNCHANGED, "reason": "same_content"})
             if answer.outcome is Outcome.UNCHANGED:
                 confirm.append((record, answer.version))
+                answer_codes[record.id] = answer.reason
                 continue
             if answer.outcome is Outcome.UNAVAILABLE:
                 fallback = freshness.on_deadline(request.consequence, record.status)
@@ -395,7 +397,7 @@ class Revalidator:
             done = await self.store.confirm(
                 confirm,
                 now,
-                lambda r: self.event(r, Outcome.UNCHANGED, "not_modified", trigger="read_time", attempt=1),
+                lambda r: self.event(r, Outcome.UNCHANGED, answer_codes[r.id], trigger="read_time", attempt=1),
                 extra=attempts,
             )
             for record, _ in confirm:

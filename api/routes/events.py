@@ -80,6 +80,12 @@ def _check_required(headers: dict[str, str], body: bytes) -> None:
         value = present.get(name)
         if not isinstance(value, str) or not value.strip():
             raise _bad(name, f"the CloudEvents attribute {name} is required")
+    when = present.get("time")
+    if when is not None:
+        try:
+            datetime.fromisoformat(str(when).replace("Z", "+00:00"))
+        except ValueError:
+            raise _bad("time", "time must be an RFC 3339 timestamp") from None
 
 
 def parse_event(headers: dict[str, str], body: bytes) -> tuple[CloudEvent, SourceChange, str, str | None]:

@@ -214,8 +214,8 @@ class SourceRegistry:
         with path.open("rb") as fh:
             try:
                 data = tomllib.load(fh)
-            except tomllib.TOMLDecodeError as exc:
-                raise SourcesConfigError(f"{path.name}: not valid TOML ({exc.lineno}:{exc.colno})") from None
+            except tomllib.TOMLDecodeError:
+                raise SourcesConfigError(f"{path.name}: not valid TOML") from None
         return cls(parse_sources(data))
 
     def config(self, name: str) -> SourceConfig | None:
