@@ -12,9 +12,11 @@ spans, metrics or audit (hashes and codes only).
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from temporalio import activity
 
@@ -47,6 +49,7 @@ from memwarden.stores.vectors import index_point
 from workflows.names import PERIODIC_REVALIDATION_PLAN, REVALIDATE_MEMORY
 
 ACTOR = "system:revalidate"
+_log = logging.getLogger("memwarden.revalidate")
 LIVE = (Status.ACTIVE, Status.STALE)
 _NS = uuid.UUID("7f3c2a61-0d4e-4f55-9a3b-2c8e1b6d5a90")
 
@@ -88,6 +91,10 @@ class Revalidator:
         ref = record.source_ref
         assert ref is not None
         return await self.deps.sources.fetch(ref.system, ref.key, ref.version)
+
+    async def _ask(self, meta: EligibleMeta) -> SourceAnswer:
+        assert meta.source_system is not None and meta.source_key is not None
+        return await self.deps.sources.fetch(meta.source_system, meta.source_key, meta.source_version)
 
     def rule_for(self, meta: EligibleMeta, consequence: Consequence) -> freshness.FreshnessRule:
         config = self.deps.sources.config(meta.source_system) if meta.source_system else None
@@ -314,6 +321,27 @@ class Revalidator:
 
     # -- the read path -----------------------------------------------------------------------
 
+    def _after_read(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` after the read has answered; the worker waits for it before closing the stores."""
+        task = asyncio.ensure_future(work)
+        self.deps.background.add(task)
+        task.add_done_callback(self.deps.background.discard)
+
+    async def _confirm(
+        self,
+        confirm: list[tuple[MemoryRecord, str | None]],
+        events: dict[str, AuditEventIn],
+        attempts: list[AuditEventIn],
+        now: datetime,
+    ) -> None:
+        try:
+            done = await self.store.confirm(confirm, now, lambda r: events[r.id], extra=attempts)
+            stale = [r.id for r, _ in confirm if r.id in done and r.status is Status.STALE]
+            if stale:
+                await self.deps.index.set_status(stale, Status.ACTIVE)
+        except Exception:  # a lost confirmation only means the next read checks again
+            _log.warning("read-time confirmation not written (%d memories)", len(confirm), exc_info=True)
+
     async def at_read(
         self,
         request: RetrieveInput,
@@ -344,9 +372,16 @@ class Revalidator:
         if not due:
             return RetrieveResult(hits=hits, withheld=withheld)
         tenant = request.read_filter.tenant_id
-        records = await self.deps.store.get_many(tenant, [h.memory_id for h in due])
-        checked = [records[h.memory_id] for h in due if h.memory_id in records and records[h.memory_id].source_ref]
-        answers = await asyncio.gather(*(self.check(r) for r in checked))
+        # The sources are asked from what ranking already read (system, key, version) while the full rows
+        # load beside them: the read waits for one source round trip, not for a store read first.
+        asking = [h.memory_id for h in due if meta[h.memory_id].source_key is not None]
+        fetched, records = await asyncio.gather(
+            asyncio.gather(*(self._ask(meta[i]) for i in asking)),
+            self.deps.store.get_many(tenant, asking),
+        )
+        pairs = [(records[i], a) for i, a in zip(asking, fetched, strict=True) if i in records]
+        checked = [r for r, _ in pairs if r.source_ref is not None]
+        answers = [a for r, a in pairs if r.source_ref is not None]
         checks: list[ReadCheck] = []
         background: list[RevalidateInput] = []
         replaced: dict[str, str] = {}
@@ -393,19 +428,17 @@ class Revalidator:
                     reason = "source_disputed"
                 withheld.append({"memory_id": record.id, "reason": reason})
                 dropped.add(record.id)
+        for record, _ in confirm:
+            checks.append(ReadCheck(memory_id=record.id, freshness=Freshness.VERIFIED))
+            telemetry.metrics().record_revalidation(Outcome.UNCHANGED.value)
         if confirm or attempts:
-            done = await self.store.confirm(
-                confirm,
-                now,
-                lambda r: self.event(r, Outcome.UNCHANGED, answer_codes[r.id], trigger="read_time", attempt=1),
-                extra=attempts,
-            )
-            for record, _ in confirm:
-                if record.id in done:
-                    checks.append(ReadCheck(memory_id=record.id, freshness=Freshness.VERIFIED))
-                    telemetry.metrics().record_revalidation(Outcome.UNCHANGED.value)
-                    if record.status is Status.STALE:
-                        await self.deps.index.set_status([record.id], Status.ACTIVE)
+            # The source has answered; writing that down (last_confirmed_at, versions, audit events) need
+            # not delay the answer: it is written right after, off the read path (see README, Decisions).
+            events = {
+                r.id: self.event(r, Outcome.UNCHANGED, answer_codes[r.id], trigger="read_time", attempt=1)
+                for r, _ in confirm
+            }
+            self._after_read(self._confirm(confirm, events, attempts, now))
         out = [
             Hit(memory_id=replaced.get(h.memory_id, h.memory_id), score=h.score)
             for h in hits

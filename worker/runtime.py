@@ -48,11 +48,14 @@ async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> 
     await asyncio.to_thread(detect.warm_up)
     replicas = [await ReplicaStore.open(url) for url in settings.replica_urls]
     sources = SourceRegistry.from_file(settings.sources_path)
+    deps = Deps(
+        settings=settings, store=store, index=index, cache=cache, embedder=emb, replicas=replicas, sources=sources
+    )
     try:
-        yield Deps(
-            settings=settings, store=store, index=index, cache=cache, embedder=emb, replicas=replicas, sources=sources
-        )
+        yield deps
     finally:
+        if deps.background:  # confirmations that follow a read's answer land before the store closes
+            await asyncio.gather(*list(deps.background), return_exceptions=True)
         await sources.close()
         for replica in replicas:
             await replica.close()

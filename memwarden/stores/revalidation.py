@@ -92,32 +92,38 @@ class RevalidationStore:
     ) -> dict[str, MemoryRecord]:
         """Unchanged at the source: confirmed now (a stale memory is active again), the version recorded.
 
-        One transaction for a read's whole batch. Rows no longer live (superseded, forgotten or
-        invalidated meanwhile) are left alone and missing from the answer.
+        One transaction for a read's whole batch, with its audit events (and `extra`, the read's other
+        attempts) chained in one append. Rows no longer live (superseded, forgotten or invalidated
+        meanwhile) are left alone and missing from the answer.
         """
         m = memories.c
         confirmed: dict[str, MemoryRecord] = {}
+        wanted = {r.id: (r, v) for r, v in items}
         async with self.store.transaction() as conn:
-            for record, version in items:
-                current = await _select(conn, record.tenant_id, record.id)
-                if current is None or current.status.value not in LIVE:
+            rows = []
+            if wanted:
+                rows = (
+                    (await conn.execute(sa.select(memories).where(m.id.in_(list(wanted)), m.status.in_(LIVE))))
+                    .mappings()
+                    .all()
+                )
+            params = []
+            for current in [_row(r) for r in rows]:
+                if current.tenant_id != wanted[current.id][0].tenant_id:
                     continue
+                version = wanted[current.id][1]
                 ref = current.source_ref
                 if ref is not None and version is not None:
                     ref = ref.model_copy(update={"version": version})
-                await conn.execute(
-                    sa.update(memories)
-                    .where(m.id == current.id, m.version == current.version)
-                    .values(
-                        status=Status.ACTIVE.value,
-                        last_confirmed_at=now,
-                        source_ref=ref.model_dump() if ref is not None else None,
-                        live_slot=live_slot_key(current),
-                        version=current.version + 1,
-                        updated_at=now,
-                    )
+                params.append(
+                    {
+                        "b_id": current.id,
+                        "b_version": current.version,
+                        "source_ref": ref.model_dump() if ref is not None else None,
+                        "live_slot": live_slot_key(current),
+                    }
                 )
-                updated = current.model_copy(
+                confirmed[current.id] = current.model_copy(
                     update={
                         "status": Status.ACTIVE,
                         "last_confirmed_at": now,
@@ -126,10 +132,20 @@ class RevalidationStore:
                         "updated_at": now,
                     }
                 )
-                await self.store._append_audit(conn, audit(updated))
-                confirmed[updated.id] = updated
-            for event in extra:  # the read's other attempts (unavailable), in the same transaction
-                await self.store._append_audit(conn, event)
+            if params:
+                await conn.execute(
+                    sa.update(memories)
+                    .where(m.id == sa.bindparam("b_id"), m.version == sa.bindparam("b_version"))
+                    .values(
+                        status=Status.ACTIVE.value,
+                        last_confirmed_at=now,
+                        version=m.version + 1,
+                        updated_at=now,
+                    ),
+                    params,
+                )
+            events = [audit(r) for r in confirmed.values()]
+            await self.store._append_audit_many(conn, [*events, *extra])
         return confirmed
 
     async def supersede(self, old: MemoryRecord, new: MemoryRecord, audit: AuditFor) -> MemoryRecord | None:

@@ -95,6 +95,9 @@ class EligibleMeta:
     type: MemoryType = MemoryType.FACT
     source_system: str | None = None
     """The memory's system of record (source_ref.system), so Retrieve can tell which hits to revalidate."""
+    source_key: str | None = None
+    source_version: str | None = None
+    """source_ref.key and .version: enough to ask the source while the full row is still being read."""
 
 
 class ConcurrencyConflict(Exception):
@@ -506,6 +509,8 @@ class SqlStore:
             m.last_confirmed_at,
             m.type,
             m.source_ref["system"].as_string().label("source_system"),
+            m.source_ref["key"].as_string().label("source_key"),
+            m.source_ref["version"].as_string().label("source_version"),
         )
         where = read_filter_clause(read_filter, now=now, by_ids=True)
         found: dict[str, EligibleMeta] = {}
@@ -520,6 +525,8 @@ class SqlStore:
                         last_confirmed_at=row.last_confirmed_at,
                         type=MemoryType(row.type),
                         source_system=row.source_system,
+                        source_key=row.source_key,
+                        source_version=row.source_version,
                     )
         return found
 

@@ -344,16 +344,24 @@ async def test_unchanged_confirms_and_records_the_version(stack: Stack) -> None:
     out = await stack.search(stack.agent(t), query="when does the kiln open", consequence="low")
     [hit] = [r for r in out["results"] if r["memory_id"] == held.id]
     assert hit["freshness"] == "verified"
-    after = await stack.deps.store.get_memory(t, held.id)
-    assert after is not None and after.last_confirmed_at is not None and after.last_confirmed_at > earlier
+
+    async def confirmed() -> MemoryRecord | None:  # written right after the answer, off the read path
+        found = await stack.deps.store.get_memory(t, held.id)
+        return found if found is not None and found.last_confirmed_at and found.last_confirmed_at > earlier else None
+
+    after = await eventually(confirmed)
     assert after.status is Status.ACTIVE and after.content == held.content
     # the same content under a new version: still unchanged, and the new version is recorded
     stack.src.put(k, "synthetic: the kiln opens at eight", "v5")
     await stack.search(stack.agent(t), query="when does the kiln open", consequence="high")
-    after = await stack.deps.store.get_memory(t, held.id)
-    assert after is not None and after.source_ref is not None and after.source_ref.version == "v5"
-    reasons = [e["details"]["answer"] for e in await stack.audit(t, held.id) if e["operation"] == "revalidate"]
-    assert sorted(reasons) == ["not_modified", "same_content"]
+
+    async def versioned() -> list[str] | None:
+        found = await stack.deps.store.get_memory(t, held.id)
+        if found is None or found.source_ref is None or found.source_ref.version != "v5":
+            return None
+        return [e["details"]["answer"] for e in await stack.audit(t, held.id) if e["operation"] == "revalidate"]
+
+    assert sorted(await eventually(versioned)) == ["not_modified", "same_content"]
 
 
 async def test_unavailable_changes_nothing_and_a_child_outlives_the_read_to_finish_the_job(stack: Stack) -> None:
@@ -366,8 +374,12 @@ async def test_unavailable_changes_nothing_and_a_child_outlives_the_read_to_fini
     assert hit["freshness"] == "unverified"
     unchanged = await stack.deps.store.get_memory(t, held.id)
     assert unchanged is not None and unchanged.version == held.version and unchanged.status is Status.ACTIVE
-    attempts = [e for e in await stack.audit(t, held.id) if e["operation"] == "revalidate"]
-    assert attempts and attempts[0]["reason"] == "unavailable" and attempts[0]["details"]["answer"] == "http_503"
+
+    async def recorded() -> list[dict[str, Any]]:
+        return [e for e in await stack.audit(t, held.id) if e["operation"] == "revalidate"]
+
+    attempts = await eventually(recorded)
+    assert attempts[-1]["reason"] == "unavailable" and attempts[-1]["details"]["answer"] == "http_503"
 
     # The read has answered; its RevalidateWorkflow child was started abandoned and keeps trying.
     parent = stack.temporal.get_workflow_handle(out["workflow_id"])
