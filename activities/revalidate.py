@@ -18,6 +18,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from opentelemetry.trace import Span
 from temporalio import activity
 
 from activities.deps import Deps
@@ -145,30 +146,44 @@ class Revalidator:
 
     # -- applying ----------------------------------------------------------------------------
 
+    def _span(self, tenant: str, memory_id: str, trigger: str, system: str | None) -> Span:
+        """One `revalidate_memory` span per memory checked: ids, trigger, source, then outcome and reason."""
+        return telemetry.start_operation_span(
+            telemetry.REVALIDATE_MEMORY,
+            tenant=tenant,
+            attributes={
+                telemetry.GEN_AI_MEMORY_RECORD_ID: memory_id,
+                telemetry.TRIGGER: trigger,
+                telemetry.SOURCE_SYSTEM: system,
+            },
+        )
+
+    @staticmethod
+    def _finish(span: Span, outcome: Outcome, reason: str, new_memory_id: str | None = None) -> None:
+        telemetry.set_attributes(
+            span,
+            {
+                telemetry.OUTCOME: outcome.value,
+                telemetry.REASON: reason,
+                telemetry.NEW_MEMORY_ID: new_memory_id,
+            },
+        )
+        span.end()
+        telemetry.metrics().record_revalidation(outcome.value)
+
     async def apply(
         self, record: MemoryRecord, answer: SourceAnswer, *, trigger: str, attempt: int = 1
     ) -> RevalidateResult:
         """Apply one answer to one memory, inside a `revalidate_memory` span (ids and codes only)."""
-        with telemetry.operation_span(
-            telemetry.REVALIDATE_MEMORY,
-            tenant=record.tenant_id,
-            attributes={
-                telemetry.GEN_AI_MEMORY_RECORD_ID: record.id,
-                telemetry.TRIGGER: trigger,
-                telemetry.SOURCE_SYSTEM: record.source_ref.system if record.source_ref else None,
-            },
-        ) as span:
+        system = record.source_ref.system if record.source_ref else None
+        span = self._span(record.tenant_id, record.id, trigger, system)
+        try:
             result = await self._apply(record, answer, trigger=trigger, attempt=attempt)
-            telemetry.set_attributes(
-                span,
-                {
-                    telemetry.OUTCOME: result.outcome.value,
-                    telemetry.REASON: result.reason,
-                    telemetry.SUPERSEDES: record.id if result.new_memory_id else None,
-                    telemetry.NEW_MEMORY_ID: result.new_memory_id,
-                },
-            )
-        telemetry.metrics().record_revalidation(result.outcome.value)
+        except BaseException as exc:
+            telemetry.mark_error(span, type(exc).__name__)
+            span.end()
+            raise
+        self._finish(span, result.outcome, result.reason, result.new_memory_id)
         return result
 
     async def _apply(
@@ -375,13 +390,11 @@ class Revalidator:
         # The sources are asked from what ranking already read (system, key, version) while the full rows
         # load beside them: the read waits for one source round trip, not for a store read first.
         asking = [h.memory_id for h in due if meta[h.memory_id].source_key is not None]
+        spans = {i: self._span(tenant, i, "read_time", meta[i].source_system) for i in asking}
         fetched, records = await asyncio.gather(
             asyncio.gather(*(self._ask(meta[i]) for i in asking)),
             self.deps.store.get_many(tenant, asking),
         )
-        pairs = [(records[i], a) for i, a in zip(asking, fetched, strict=True) if i in records]
-        checked = [r for r, _ in pairs if r.source_ref is not None]
-        answers = [a for r, a in pairs if r.source_ref is not None]
         checks: list[ReadCheck] = []
         background: list[RevalidateInput] = []
         replaced: dict[str, str] = {}
@@ -389,13 +402,20 @@ class Revalidator:
         confirm: list[tuple[MemoryRecord, str | None]] = []
         attempts: list[AuditEventIn] = []
         answer_codes: dict[str, str] = {}
-        for record, answer in zip(checked, answers, strict=True):
+        for memory_id, answer in zip(asking, fetched, strict=True):
+            span = spans[memory_id]
+            record = records.get(memory_id)
+            if record is None or record.source_ref is None:  # gone from the store meanwhile: nothing to say
+                self._finish(span, Outcome.SKIPPED, "not_live")
+                continue
             if answer.outcome is Outcome.CHANGED and answer.content is not None:
                 if content_hash(answer.content) == record.content_hash:
                     answer = answer.model_copy(update={"outcome": Outcome.UNCHANGED, "reason": "same_content"})
             if answer.outcome is Outcome.UNCHANGED:
                 confirm.append((record, answer.version))
                 answer_codes[record.id] = answer.reason
+                checks.append(ReadCheck(memory_id=record.id, freshness=Freshness.VERIFIED))
+                self._finish(span, Outcome.UNCHANGED, answer.reason)
                 continue
             if answer.outcome is Outcome.UNAVAILABLE:
                 fallback = freshness.on_deadline(request.consequence, record.status)
@@ -405,7 +425,7 @@ class Revalidator:
                 else:
                     checks.append(ReadCheck(memory_id=record.id, freshness=Freshness.UNVERIFIED))
                 attempts.append(self.event(record, Outcome.UNAVAILABLE, answer.reason, trigger="read_time", attempt=1))
-                telemetry.metrics().record_revalidation(Outcome.UNAVAILABLE.value)
+                self._finish(span, Outcome.UNAVAILABLE, answer.reason)
                 if answer.reason != "unknown_source":
                     background.append(
                         RevalidateInput(
@@ -416,7 +436,13 @@ class Revalidator:
                         )
                     )
                 continue
-            result = await self.apply(record, answer, trigger="read_time")
+            try:
+                result = await self._apply(record, answer, trigger="read_time", attempt=1)
+            except BaseException as exc:
+                telemetry.mark_error(span, type(exc).__name__)
+                span.end()
+                raise
+            self._finish(span, result.outcome, result.reason, result.new_memory_id)
             if result.outcome is Outcome.CHANGED and result.new_memory_id is not None:
                 replaced[record.id] = result.new_memory_id
                 checks.append(ReadCheck(memory_id=result.new_memory_id, freshness=Freshness.VERIFIED))
@@ -428,9 +454,6 @@ class Revalidator:
                     reason = "source_disputed"
                 withheld.append({"memory_id": record.id, "reason": reason})
                 dropped.add(record.id)
-        for record, _ in confirm:
-            checks.append(ReadCheck(memory_id=record.id, freshness=Freshness.VERIFIED))
-            telemetry.metrics().record_revalidation(Outcome.UNCHANGED.value)
         if confirm or attempts:
             # The source has answered; writing that down (last_confirmed_at, versions, audit events) need
             # not delay the answer: it is written right after, off the read path (see README, Decisions).

@@ -277,6 +277,19 @@ def operation_span(
             raise
 
 
+def start_operation_span(name: str, *, tenant: str | None = None, attributes: Mapping[str, Any] | None = None) -> Span:
+    """A started span for an operation that outlives one block (several run concurrently): end it yourself.
+
+    Its parent is the current span (an activity's), so it joins the trace of the request that caused it.
+    """
+    span = tracer().start_span(name, kind=SpanKind.INTERNAL, record_exception=False, set_status_on_exception=False)
+    set_attributes(
+        span,
+        {GEN_AI_OPERATION_NAME: name, GEN_AI_PROVIDER_NAME: PROVIDER_NAME, TENANT: tenant, **(attributes or {})},
+    )
+    return span
+
+
 def mark_error(span: Span, error_type: str) -> None:
     """Failed, with a code or class name as the only description."""
     span.set_attribute(ERROR_TYPE, error_type)

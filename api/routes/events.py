@@ -21,6 +21,7 @@ from cloudevents.core.formats.json import JSONFormat
 from cloudevents.core.v1.event import CloudEvent
 from fastapi import APIRouter, Request
 from pydantic import BaseModel
+from temporalio.service import RPCError
 
 from api.problems import Problem
 from api.state import Caller, State
@@ -151,21 +152,30 @@ async def post_event(request: Request, state: State, caller: Caller) -> EventAcc
             },
         )
 
-    moved = await RevalidationStore(state.store).mark_for_event(caller.tenant, system, key, change, now, audit)
-    signal = SourceEvent(event_id=event.get_id(), change=change, version=version, memory_ids=moved)
+    store = RevalidationStore(state.store)
+    moved = await store.mark_for_event(caller.tenant, system, key, change, now, audit)
+    # Every dependent stale now, not only those this event moved: a repeat after a failed start still counts.
+    ids = await store.stale_dependents(caller.tenant, system, key) if change is SourceChange.CHANGED else moved
+    signal = SourceEvent(event_id=event.get_id(), change=change, version=version, memory_ids=ids)
     settings = state.settings
-    await state.temporal.start_workflow(
-        InvalidateWorkflow.run,
-        args=[
-            InvalidateInput(tenant_id=caller.tenant, system=system, key_hash=key_hash(caller.tenant, system, key)),
-            settings.invalidate_coalesce_seconds,
-            settings.invalidate_quiet_seconds,
-            settings.revalidation_background_attempts,
-        ],
-        id=workflow_id,
-        task_queue=settings.temporal_task_queue,
-        start_signal=SOURCE_EVENT_SIGNAL,
-        start_signal_args=[signal],
-    )
+    try:
+        await state.temporal.start_workflow(
+            InvalidateWorkflow.run,
+            args=[
+                InvalidateInput(tenant_id=caller.tenant, system=system, key_hash=key_hash(caller.tenant, system, key)),
+                settings.invalidate_coalesce_seconds,
+                settings.invalidate_quiet_seconds,
+                settings.revalidation_background_attempts,
+            ],
+            id=workflow_id,
+            task_queue=settings.temporal_task_queue,
+            start_signal=SOURCE_EVENT_SIGNAL,
+            start_signal_args=[signal],
+        )
+    except RPCError:
+        # The marks stand (nothing stale is served as current); posting the event again revalidates.
+        raise Problem(
+            503, "events_unavailable", "revalidation could not be started", extra={"workflow_id": workflow_id}
+        ) from None
     stale = len(moved) if change is SourceChange.CHANGED else 0
     return EventAccepted(event_id=event.get_id(), workflow_id=workflow_id, stale=stale, invalidated=len(moved) - stale)

@@ -82,6 +82,13 @@ class RevalidationStore:
                     await self.store._append_audit(conn, audit(record.model_copy(update={"status": target})))
         return moved
 
+    async def stale_dependents(self, tenant_id: str, system: str, key: str) -> list[str]:
+        """Ids of this record's dependents that are stale now: what a changed-event's pass revalidates."""
+        m = memories.c
+        stmt = sa.select(m.id).where(self._by_source(tenant_id, system, key), m.status == Status.STALE.value)
+        async with self.store.engine.connect() as conn:
+            return sorted((await conn.execute(stmt)).scalars())
+
     async def confirm(
         self,
         items: Sequence[tuple[MemoryRecord, str | None]],
