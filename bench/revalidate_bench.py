@@ -3,7 +3,7 @@
 Two owners hold the same memories (the same texts, so the index does the same work for both): one
 owner's cite a system of record whose sources.toml entry checks at every read (`freshness_seconds =
 0`), the other's cite none. Searches alternate between them through `POST /v1/search` (k=5), so every
-hit of the first is checked at the source (five conditional GETs in parallel, each answered 304 after
+hit of the first is checked at the source (k conditional GETs in parallel, each answered 304 after
 a fixed delay) and confirmed in the store, while the second pays nothing. Beside them, in the same
 run: one conditional GET to the source from this process (the round trip the read is expected to add).
 
@@ -113,14 +113,14 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                             start = time.perf_counter()
                             answer = await stack.http.post(
                                 "/v1/search",
-                                json={"query": q, "k": 5},
+                                json={"query": q, "k": args.k},
                                 headers={"Authorization": f"Bearer {tokens[o]}"},
                             )
                             sink.append(time.perf_counter() - start)
                             answer.raise_for_status()
                             body = answer.json()
-                            if len(body["results"]) != 5:
-                                raise RuntimeError(f"expected 5 results, got {len(body['results'])}")
+                            if len(body["results"]) != args.k:
+                                raise RuntimeError(f"expected {args.k} results, got {len(body['results'])}")
                             if o == "checked":
                                 verified += sum(r["freshness"] == "verified" for r in body["results"])
                         start = time.perf_counter()
@@ -137,7 +137,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                     "memories per owner": len(texts),
                     "source delay ms": args.delay_ms,
                     "rounds": len(with_check),
-                    "search with read-time revalidation (5 hits checked)": a,
+                    "k (hits checked per read)": args.k,
+                    "search with read-time revalidation": a,
                     "search without": b,
                     "one source round trip (direct)": r,
                     "added p50 ms": round(a["p50"] - b["p50"], 2),
@@ -154,6 +155,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--memories", type=int, default=2000)
     parser.add_argument("--delay-ms", type=float, default=20.0)
+    parser.add_argument("--k", type=int, default=5, help="results per search; each is checked at the source")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     result = asyncio.run(main_async(args))

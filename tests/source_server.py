@@ -42,6 +42,8 @@ class SourceServer:
         state = self.state
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as a real system of record would allow
+
             def log_message(self, *args: object) -> None:  # quiet
                 return
 
