@@ -426,13 +426,15 @@ class Revalidator:
             if record is None or record.source_ref is None:  # gone from the store meanwhile: nothing to say
                 self._finish(span, Outcome.SKIPPED, "not_live")
                 continue
+            # What the source was asked about is the row as ranked, before the question: applied only to it.
+            record = record.model_copy(update={"version": meta[memory_id].version})
             if answer.outcome is Outcome.CHANGED and answer.content is not None:
                 if content_hash(answer.content) == record.content_hash:
                     answer = answer.model_copy(update={"outcome": Outcome.UNCHANGED, "reason": "same_content"})
             if answer.outcome is Outcome.UNCHANGED:
                 confirm.append((record, answer.version))
                 answer_codes[record.id] = answer.reason
-                checks.append(ReadCheck(memory_id=record.id, freshness=Freshness.VERIFIED))
+                checks.append(ReadCheck(memory_id=record.id, freshness=Freshness.VERIFIED, version=record.version))
                 self._finish(span, Outcome.UNCHANGED, answer.reason)
                 continue
             if answer.outcome is Outcome.UNAVAILABLE:
@@ -441,7 +443,9 @@ class Revalidator:
                     withheld.append({"memory_id": record.id, "reason": fallback.reason or "source_unavailable"})
                     dropped.add(record.id)
                 else:
-                    checks.append(ReadCheck(memory_id=record.id, freshness=Freshness.UNVERIFIED))
+                    checks.append(
+                        ReadCheck(memory_id=record.id, freshness=Freshness.UNVERIFIED, version=record.version)
+                    )
                 attempts.append(self.event(record, Outcome.UNAVAILABLE, answer.reason, trigger="read_time", attempt=1))
                 self._finish(span, Outcome.UNAVAILABLE, answer.reason)
                 if answer.reason != "unknown_source":
@@ -465,11 +469,13 @@ class Revalidator:
                 replaced[record.id] = result.new_memory_id
                 checks.append(ReadCheck(memory_id=result.new_memory_id, freshness=Freshness.VERIFIED))
             elif result.outcome is Outcome.DISPUTED and request.consequence is Consequence.LOW:
-                checks.append(ReadCheck(memory_id=record.id, freshness=Freshness.UNVERIFIED))
+                checks.append(ReadCheck(memory_id=record.id, freshness=Freshness.UNVERIFIED, version=record.version))
             else:
                 reason = "source_gone" if result.outcome is Outcome.GONE else result.reason
                 if result.outcome is Outcome.DISPUTED:
                     reason = "source_disputed"
+                elif result.outcome is Outcome.SKIPPED:
+                    reason = "stale"  # it changed while the source was asked: not served as current
                 withheld.append({"memory_id": record.id, "reason": reason})
                 dropped.add(record.id)
         if confirm or attempts:

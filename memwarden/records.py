@@ -388,6 +388,8 @@ class ReadCheck(BaseModel):
 
     memory_id: str
     freshness: Freshness
+    version: int | None = None
+    """The row version the verdict is about: a row that moved on since (a change event) is not served on it."""
 
 
 class RetrieveInput(BaseModel):

@@ -99,7 +99,9 @@ class RevalidationStore:
     ) -> dict[str, MemoryRecord]:
         """Unchanged at the source: confirmed now (a stale memory is active again), the version recorded.
 
-        One transaction for a read's whole batch, with its audit events (and `extra`, the read's other
+        Only rows still at the version the caller saw before asking the source are confirmed, so an
+        answer given before a change event never undoes the event's `stale`. One transaction for a
+        read's whole batch, with its audit events (and `extra`, the read's other
         attempts) chained in one append. Rows no longer live (superseded, forgotten or invalidated
         meanwhile) are left alone and missing from the answer.
         """
@@ -116,8 +118,9 @@ class RevalidationStore:
                 )
             params = []
             for current in [_row(r) for r in rows]:
-                if current.tenant_id != wanted[current.id][0].tenant_id:
-                    continue
+                seen = wanted[current.id][0]
+                if current.tenant_id != seen.tenant_id or current.version != seen.version:
+                    continue  # changed since the source was asked (an event marked it stale): not confirmed
                 version = wanted[current.id][1]
                 ref = current.source_ref
                 if ref is not None and version is not None:
@@ -166,8 +169,8 @@ class RevalidationStore:
             if existing is not None:
                 return existing  # a retried activity: the supersession already happened
             current = await _select(conn, old.tenant_id, old.id)
-            if current is None or current.status.value not in LIVE:
-                return None
+            if current is None or current.status.value not in LIVE or current.version != old.version:
+                return None  # moved on since the source was asked
             done = await conn.execute(
                 sa.update(memories)
                 .where(m.id == current.id, m.version == current.version)
@@ -203,6 +206,8 @@ class RevalidationStore:
                 return current
             if current.status not in LIVE_STATUSES or current.status is Status.PENDING:
                 return None
+            if current.version != record.version:
+                return None  # moved on since the source was asked
             await conn.execute(
                 sa.update(memories)
                 .where(m.id == current.id, m.version == current.version)

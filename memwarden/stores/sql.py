@@ -97,6 +97,8 @@ class EligibleMeta:
     """The memory's system of record (source_ref.system), so Retrieve can tell which hits to revalidate."""
     source_key: str | None = None
     source_version: str | None = None
+    version: int = 0
+    """The row's version when ranked: a read-time check applies only if the row is still that version."""
     """source_ref.key and .version: enough to ask the source while the full row is still being read."""
 
 
@@ -511,6 +513,7 @@ class SqlStore:
             m.source_ref["system"].as_string().label("source_system"),
             m.source_ref["key"].as_string().label("source_key"),
             m.source_ref["version"].as_string().label("source_version"),
+            m.version,
         )
         where = read_filter_clause(read_filter, now=now, by_ids=True)
         found: dict[str, EligibleMeta] = {}
@@ -527,6 +530,7 @@ class SqlStore:
                         source_system=row.source_system,
                         source_key=row.source_key,
                         source_version=row.source_version,
+                        version=row.version,
                     )
         return found
 

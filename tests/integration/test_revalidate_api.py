@@ -659,3 +659,27 @@ async def test_the_python_client_posts_events(stack: Stack) -> None:
         answer = await mw.source_event("programs", k, deleted=True, event_id="evt-client-1")
     assert answer["event_id"] == "evt-client-1" and answer["invalidated"] == 1
     assert (await stack.deps.store.get_memory(t, held.id)).status is Status.INVALIDATED  # type: ignore[union-attr]
+
+
+async def test_an_answer_from_before_a_change_event_never_undoes_it(stack: Stack) -> None:
+    """The race the deferred confirmation opens: the source said 304, then an event marked the memory
+    stale, then the confirmation is written. It must not make the memory active again."""
+    from memwarden.records import SourceChange
+    from memwarden.stores.audit import AuditEventIn
+    from memwarden.stores.revalidation import RevalidationStore
+
+    t, k = tenant(), key()
+    held = await stack.put(t, "synthetic: the firing schedule is posted on fridays", k)
+    store = RevalidationStore(stack.deps.store)
+
+    def audit(r: MemoryRecord) -> AuditEventIn:
+        return AuditEventIn(tenant_id=t, actor="test", operation="revalidate", memory_id=r.id, reason="test")
+
+    now = datetime.now(UTC)
+    assert await store.mark_for_event(t, "programs", k, SourceChange.CHANGED, now, audit) == [held.id]
+    assert await store.confirm([(held, "v1")], now, audit) == {}  # asked about the version before the event
+    assert await store.invalidate(held, now, audit) is None
+    after = await stack.deps.store.get_memory(t, held.id)
+    assert after is not None and after.status is Status.STALE and after.version == held.version + 1
+    confirmed = await store.confirm([(after, "v1")], now, audit)  # asked after the event: applies
+    assert confirmed[held.id].status is Status.ACTIVE
