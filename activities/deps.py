@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from memwarden.config import Settings
 from memwarden.embed import Embedder
 from memwarden.stores.cache import Cache
 from memwarden.stores.replicas import ReplicaStore
+from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.summaries import ExtractiveSummarizer, Summarizer
 from memwarden.stores.vectors import VectorIndex
@@ -22,3 +24,7 @@ class Deps:
     embedder: Embedder
     replicas: list[ReplicaStore] = field(default_factory=list)
     summarizer: Summarizer = field(default_factory=ExtractiveSummarizer)
+    sources: SourceRegistry = field(default_factory=lambda: SourceRegistry([]))
+    """Systems of record (sources.toml): revalidation's connectors."""
+    background: set[asyncio.Future[None]] = field(default_factory=set)
+    """Writes that follow a read's answer (read-time confirmations); awaited before the stores close."""

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from temporalio import activity
 
 from activities.deps import Deps
+from activities.revalidate import Revalidator
 from memwarden.policy import ranking
 from memwarden.records import (
     Consequence,
@@ -48,6 +49,7 @@ class MemoryActivities:
 
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
+        self.revalidator = Revalidator(deps)
 
     async def _embed(self, texts: list[str]) -> list[list[float]]:
         return await asyncio.to_thread(self.deps.embedder.embed, texts)
@@ -153,16 +155,21 @@ class MemoryActivities:
         ]
         ranked = ranking.rank(candidates, now, len(candidates), self.deps.settings.ranking())
         hits: list[Hit] = []
+        spare: list[Hit] = []
         withheld: list[dict[str, str]] = []
         for r in ranked:
-            if len(hits) == request.k:
+            if len(spare) == request.k:
                 break
-            if request.consequence is Consequence.HIGH and meta[r.memory_id].status is Status.STALE:
-                # A stale memory is not a basis for a consequential action; Revalidate may verify it later.
-                withheld.append({"memory_id": r.memory_id, "reason": "stale"})
+            m = meta[r.memory_id]
+            if request.consequence is Consequence.HIGH and m.status is Status.STALE and m.source_system is None:
+                # A stale memory is not a basis for a consequential action (one with a source is checked there).
+                if len(hits) < request.k:
+                    withheld.append({"memory_id": r.memory_id, "reason": "stale"})
                 continue
-            hits.append(Hit(memory_id=r.memory_id, score=round(r.score, 6)))
-        return RetrieveResult(hits=hits, withheld=withheld)
+            (hits if len(hits) < request.k else spare).append(Hit(memory_id=r.memory_id, score=round(r.score, 6)))
+        # Read-time revalidation (Revalidate): the hits the freshness policy names are checked at their
+        # sources within each source's timeout; spare hits replace any that drop out.
+        return await self.revalidator.at_read(request, hits, withheld, spare, meta, now)
 
     @activity.defn(name=INDEX_HEALTH)
     async def index_health(self) -> bool:

@@ -24,7 +24,7 @@ class RetentionActivities:
     @activity.defn(name=RETENTION_PLAN)
     async def retention_plan(self) -> RetentionPlan:
         """Idempotent: a retry finds the same memories already `expired` and answers the same deletions."""
-        forget = ForgetStore(self.deps.store)
+        forget = ForgetStore(self.deps.store, self.deps.settings.retention_classes)
         now = datetime.now(UTC)
         key = subject_key(self.deps.settings.auth_secret_value)
         selector = ExpiredSelector()

@@ -11,12 +11,13 @@ from temporalio.client import Client
 from api import problems
 from api.limits import BodyLimitMiddleware
 from api.me import routes as me_routes
-from api.routes import audit, codec, correct, export, forget, health, memories, search
+from api.routes import audit, codec, correct, events, export, forget, health, memories, search
 from api.routes import settings as settings_routes
 from api.state import ApiState
 from api.telemetry import metrics_router
 from api.usage import LastUsedRecorder
 from memwarden.config import Settings
+from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import SqlStore, open_store
 
 
@@ -31,7 +32,8 @@ def create_app(settings: Settings, *, temporal: Client | None = None, store: Sql
         sql = store or await open_store(settings)
         client = temporal or await connect(settings)
         usage = LastUsedRecorder(sql)
-        app.state.mw = ApiState(settings=settings, store=sql, temporal=client, usage=usage)
+        sources = SourceRegistry.from_file(settings.sources_path)  # configs only: the API never fetches
+        app.state.mw = ApiState(settings=settings, store=sql, temporal=client, usage=usage, sources=sources)
         try:
             yield
         finally:
@@ -61,4 +63,5 @@ def create_app(settings: Settings, *, temporal: Client | None = None, store: Sql
     app.include_router(export.router)
     app.include_router(me_routes.router)
     me_routes.mount_static(app)
+    app.include_router(events.router)
     return app

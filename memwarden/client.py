@@ -164,5 +164,23 @@ class MemwardenClient:
         """The deletion's receipt: status, per-sink evidence, receipt hash."""
         return await self._call("GET", f"/v1/deletions/{deletion_id}")  # type: ignore[no-any-return]
 
+    async def source_event(
+        self, source: str, key: str, *, deleted: bool = False, version: str | None = None, event_id: str | None = None
+    ) -> dict[str, Any]:
+        """A system of record's change event (needs a `system` token for `source`): CloudEvents 1.0, 202."""
+        import uuid
+
+        event: dict[str, Any] = {
+            "specversion": "1.0",
+            "id": event_id or str(uuid.uuid4()),
+            "source": source,
+            "type": "memwarden.source.deleted" if deleted else "memwarden.source.changed",
+            "subject": key,
+        }
+        if version is not None:
+            event["data"] = {"version": version}
+        headers = {"Content-Type": "application/cloudevents+json"}
+        return await self._call("POST", "/v1/events", json=event, headers=headers)  # type: ignore[no-any-return]
+
     async def ready(self) -> dict[str, Any]:
         return await self._call("GET", "/readyz")  # type: ignore[no-any-return]

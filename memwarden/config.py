@@ -21,6 +21,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from memwarden.policy.gate import GatePolicy
 from memwarden.policy.ranking import DEFAULT_PARAMS as DEFAULT_RANKING
 from memwarden.policy.ranking import RankingParams
+from memwarden.policy.retention import DEFAULT_CLASSES, RetentionClass
 from memwarden.stores.audit_signing import CheckpointSigner, CheckpointVerifier
 
 
@@ -218,6 +219,38 @@ class Settings(BaseSettings):
     retention_sweep_seconds: int = Field(
         default=300, gt=0, description="How often expired memories are swept through Forget (a Temporal Schedule)."
     )
+    retention_classes: dict[str, RetentionClass] = Field(
+        default_factory=lambda: dict(DEFAULT_CLASSES),
+        description=(
+            "Retention classes the expiry sweep honours (JSON): {name: {max_age_days?, hold?}}; "
+            "hold keeps a class from expiring."
+        ),
+    )
+
+    sources_file: Path | None = Field(
+        default=None, description="Systems of record (sources.toml); default <data_dir>/sources.toml, absent: none."
+    )
+    revalidation_sweep_seconds: int = Field(
+        default=900, gt=0, description="How often volatile source-backed memories are re-checked (a Temporal Schedule)."
+    )
+    revalidation_batch: int = Field(
+        default=200, gt=0, le=5000, description="Most memories one periodic revalidation sweep re-checks."
+    )
+    revalidation_background_attempts: int = Field(
+        default=6,
+        gt=0,
+        le=50,
+        description="Checks a background revalidation makes while the source stays unavailable (1 s, doubling).",
+    )
+    invalidate_coalesce_seconds: float = Field(
+        default=0.5,
+        ge=0,
+        le=60,
+        description="Change events for one source record within this window are revalidated as one.",
+    )
+    invalidate_quiet_seconds: float = Field(
+        default=5.0, ge=0, le=3600, description="An InvalidateWorkflow ends after this long without a new event."
+    )
 
     importance_threshold: float = Field(
         default=0.3, ge=0.0, le=1.0, description="Candidates scored below this are rejected (low_importance)."
@@ -271,6 +304,10 @@ class Settings(BaseSettings):
     @property
     def temporal_ui_url(self) -> str:
         return self.temporal_ui_base_url or f"http://127.0.0.1:{self.temporal_ui_port}"
+
+    @property
+    def sources_path(self) -> Path:
+        return self.sources_file or self.data_dir / "sources.toml"
 
     @property
     def edge_path(self) -> Path:

@@ -11,6 +11,7 @@ for each variable the validator names as required until it accepts.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import types
@@ -19,7 +20,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
@@ -115,6 +116,11 @@ def _value_text(value: object, data_dir: Path) -> str:
         value = "true" if value else "false"
     if isinstance(value, list):
         value = "[]" if not value else ",".join(map(str, value))
+    if isinstance(value, dict):  # JSON, as the environment variable takes it
+        value = json.dumps(
+            {k: v.model_dump(exclude_defaults=True) if isinstance(v, BaseModel) else v for k, v in value.items()},
+            separators=(",", ":"),
+        )
     text = str(value).replace(str(data_dir.resolve()), _DATA_DIR)
     return f"`{text}`" if text else '`""`'
 

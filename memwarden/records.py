@@ -371,6 +371,27 @@ class RememberResult(BaseModel):
     supersedes: str | None = None
 
 
+class RevalidateInput(BaseModel):
+    """RevalidateWorkflow's input: which memory, why (trigger code), and how long it may keep trying."""
+
+    tenant_id: str
+    memory_id: str
+    trigger: str = "read_time"
+    max_attempts: int = 1
+    """Checks before giving up while the source stays unavailable (a background revalidation retries)."""
+    retry_seconds: float = 1.0
+    """First wait between attempts; doubles each time (durable timers, skippable in tests)."""
+
+
+class ReadCheck(BaseModel):
+    """A read-time revalidation's verdict on one hit, for the API: how to label it, or why it is held back."""
+
+    memory_id: str
+    freshness: Freshness
+    version: int | None = None
+    """The row version the verdict is about: a row that moved on since (a change event) is not served on it."""
+
+
 class RetrieveInput(BaseModel):
     """RetrieveWorkflow's input. The API passes the query by claim check (`query_ref`), so what a
     person asked never enters history; `query` is for callers without a store (and old histories)."""
@@ -388,6 +409,11 @@ class RetrieveResult(BaseModel):
 
     hits: list[Hit]
     withheld: list[dict[str, Any]] = Field(default_factory=list)
+    checks: list[ReadCheck] = Field(default_factory=list)
+    """Read-time revalidation verdicts (verified / unverified) for hits checked at their source."""
+    background: list[RevalidateInput] = Field(default_factory=list)
+    """Checks that missed the read's deadline (or found the source down): RetrieveWorkflow starts each as a
+    RevalidateWorkflow that outlives the read."""
 
 
 class Screening(BaseModel):
@@ -508,3 +534,66 @@ class RetentionPlan(BaseModel):
     """The deletions one retention sweep recorded (ids only), one per tenant with expired memories."""
 
     deletions: list[ForgetInput] = Field(default_factory=list)
+
+
+# -- Revalidate: what crosses into RevalidateWorkflow's and InvalidateWorkflow's history (ids, codes) --
+
+
+class RevalidationOutcome(StrEnum):
+    """What a system of record said about one memory, as the status machine applies it."""
+
+    UNCHANGED = "unchanged"
+    """Still valid (304, or 200 with the same content): `last_confirmed_at` moves, a stale one is active again."""
+    CHANGED = "changed"
+    """The source holds another value: it supersedes the memory (source version recorded), never both live."""
+    GONE = "gone"
+    """404/410: the record no longer exists there; the memory is `invalidated`."""
+    UNAVAILABLE = "unavailable"
+    """No usable answer in time: nothing changes, the attempt is recorded."""
+    DISPUTED = "disputed"
+    """The source disagrees but loses the conflict rules (not the designated system of record, and the
+    memory's provenance is more trusted): the memory is kept as it is, not confirmed."""
+    SKIPPED = "skipped"
+    """Nothing to check: no source_ref, or the memory is no longer live (superseded, forgotten, ...)."""
+
+
+class RevalidateResult(BaseModel):
+    """Ids and codes only: the new value's id when the source changed it, never the value."""
+
+    outcome: RevalidationOutcome
+    memory_id: str
+    reason: str
+    new_memory_id: str | None = None
+    attempts: int = 1
+
+
+class SourceChange(StrEnum):
+    CHANGED = "changed"
+    DELETED = "deleted"
+
+
+class SourceEvent(BaseModel):
+    """One change event (CloudEvents id, kind, announced version), as InvalidateWorkflow's signal carries it."""
+
+    event_id: str
+    change: SourceChange
+    version: str | None = None
+    memory_ids: list[str] = Field(default_factory=list)
+    """The dependents the API marked (stale or invalidated) before it answered 202."""
+
+
+class InvalidateInput(BaseModel):
+    """InvalidateWorkflow's input: one source record of one tenant (the workflow id is derived from it)."""
+
+    tenant_id: str
+    system: str
+    key_hash: str
+    """sha256 of the record key: the key may name a person (an account, a booking), so history holds its
+    hash; the dependents come by memory id in each signal, found by the API from the key it was given."""
+
+
+class InvalidateResult(BaseModel):
+    events: int
+    stale: int
+    invalidated: int
+    revalidated: int

@@ -63,6 +63,10 @@ SUPERSEDES = "memwarden.supersedes"
 DELETION_ID = "memwarden.deletion.id"
 SELECTOR_KIND = "memwarden.selector.kind"
 OUTCOME = "memwarden.outcome"
+TRIGGER = "memwarden.revalidation.trigger"
+SOURCE_SYSTEM = "memwarden.source.system"
+NEW_MEMORY_ID = "memwarden.new_memory.id"
+CHECKED_COUNT = "memwarden.checked.count"
 
 ALLOWED_ATTRIBUTES = frozenset(
     {
@@ -86,6 +90,10 @@ ALLOWED_ATTRIBUTES = frozenset(
         DELETION_ID,
         SELECTOR_KIND,
         OUTCOME,
+        TRIGGER,
+        SOURCE_SYSTEM,
+        NEW_MEMORY_ID,
+        CHECKED_COUNT,
     }
 )
 """Ids, codes and counts: the only keys memwarden puts on its spans."""
@@ -267,6 +275,19 @@ def operation_span(
             if ERROR_TYPE not in already:  # a caller may have named the error better (a problem code)
                 mark_error(span, type(exc).__name__)
             raise
+
+
+def start_operation_span(name: str, *, tenant: str | None = None, attributes: Mapping[str, Any] | None = None) -> Span:
+    """A started span for an operation that outlives one block (several run concurrently): end it yourself.
+
+    Its parent is the current span (an activity's), so it joins the trace of the request that caused it.
+    """
+    span = tracer().start_span(name, kind=SpanKind.INTERNAL, record_exception=False, set_status_on_exception=False)
+    set_attributes(
+        span,
+        {GEN_AI_OPERATION_NAME: name, GEN_AI_PROVIDER_NAME: PROVIDER_NAME, TENANT: tenant, **(attributes or {})},
+    )
+    return span
 
 
 def mark_error(span: Span, error_type: str) -> None:

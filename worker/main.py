@@ -9,7 +9,7 @@ from memwarden import telemetry
 from memwarden.config import Settings
 from worker.health import HealthServer
 from worker.runtime import build_worker, open_deps
-from worker.schedules import ensure_retention_schedule
+from worker.schedules import ensure_schedules
 from worker.temporal_client import connect
 
 
@@ -20,7 +20,7 @@ async def run_worker(settings: Settings) -> None:
     """
     telemetry.setup(settings)
     client = await connect(settings)
-    await ensure_retention_schedule(client, settings)
+    await ensure_schedules(client, settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

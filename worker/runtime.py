@@ -17,12 +17,14 @@ from activities.memory import MemoryActivities
 from activities.remember import RememberActivities
 from activities.replicas import ReplicaActivities
 from activities.retention import RetentionActivities
+from activities.revalidate import RevalidateActivities
 from activities.summaries import SummaryActivities
 from memwarden import detect
 from memwarden.config import Settings
 from memwarden.embed import Embedder, default_embedder
 from memwarden.stores.cache import open_cache
 from memwarden.stores.replicas import ReplicaStore
+from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import open_store
 from memwarden.stores.vectors import open_index
 from memwarden.stores.vectors_edge import EdgeIndex
@@ -45,9 +47,16 @@ async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> 
     # Build the detectors now (~1.5 s), so the first proposal does not pay for it.
     await asyncio.to_thread(detect.warm_up)
     replicas = [await ReplicaStore.open(url) for url in settings.replica_urls]
+    sources = SourceRegistry.from_file(settings.sources_path)
+    deps = Deps(
+        settings=settings, store=store, index=index, cache=cache, embedder=emb, replicas=replicas, sources=sources
+    )
     try:
-        yield Deps(settings=settings, store=store, index=index, cache=cache, embedder=emb, replicas=replicas)
+        yield deps
     finally:
+        if deps.background:  # confirmations that follow a read's answer land before the store closes
+            await asyncio.gather(*list(deps.background), return_exceptions=True)
+        await sources.close()
         for replica in replicas:
             await replica.close()
         await cache.close()
@@ -63,6 +72,7 @@ def build_worker(client: Client, deps: Deps) -> Worker:
         *SummaryActivities(deps).all(),
         *ReplicaActivities(deps).all(),
         *RetentionActivities(deps).all(),
+        *RevalidateActivities(deps).all(),
     ]
     return Worker(
         client,

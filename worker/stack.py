@@ -20,7 +20,7 @@ from memwarden import telemetry
 from memwarden.config import Settings
 from worker.devserver import DevServer
 from worker.runtime import build_worker, open_deps
-from worker.schedules import ensure_retention_schedule
+from worker.schedules import ensure_schedules
 from worker.temporal_client import connect
 
 log = logging.getLogger("memwarden.up")
@@ -67,7 +67,7 @@ async def up(settings: Settings, *, temporal_port: int, ui_port: int, headless: 
     telemetry.setup(settings)
     try:
         client = await connect(settings)
-        await ensure_retention_schedule(client, settings)
+        await ensure_schedules(client, settings)
         async with open_deps(settings) as deps:
             worker = build_worker(client, deps)
             app = create_app(settings, temporal=client, store=deps.store)

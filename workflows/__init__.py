@@ -6,6 +6,7 @@ from workflows.pending import PendingWriteWorkflow
 from workflows.remember import RememberWorkflow
 from workflows.retention import RetentionWorkflow
 from workflows.retrieve import RetrieveWorkflow
+from workflows.revalidate import InvalidateWorkflow, PeriodicRevalidationWorkflow, RevalidateWorkflow
 from workflows.summarize import SummarizeWorkflow
 
 ALL_WORKFLOWS = [
@@ -16,15 +17,21 @@ ALL_WORKFLOWS = [
     ForgetWorkflow,
     SummarizeWorkflow,
     RetentionWorkflow,
+    RevalidateWorkflow,
+    InvalidateWorkflow,
+    PeriodicRevalidationWorkflow,
 ]
 
 __all__ = [
     "ALL_WORKFLOWS",
     "ForgetWorkflow",
     "HealthWorkflow",
+    "InvalidateWorkflow",
     "PendingWriteWorkflow",
+    "PeriodicRevalidationWorkflow",
     "RememberWorkflow",
     "RetentionWorkflow",
     "RetrieveWorkflow",
+    "RevalidateWorkflow",
     "SummarizeWorkflow",
 ]

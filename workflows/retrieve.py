@@ -3,10 +3,15 @@
 Authorization travels inside the input as a ReadFilter computed from the verified token, and the
 activity applies it inside the index query. Content is loaded by the API afterwards (claim check),
 so results in history are ids and scores only.
+
+Read-time revalidation happens inside the same local activity (one source round trip, each source
+within its own timeout). Checks that missed the deadline come back in `background`: each becomes a
+RevalidateWorkflow child with ParentClosePolicy.ABANDON, so it outlives the read and updates the record.
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
@@ -15,18 +20,25 @@ from temporalio.common import RetryPolicy
 with workflow.unsafe.imports_passed_through():
     from memwarden.records import RetrieveInput, RetrieveResult
     from workflows.names import SEARCH_MEMORIES
+    from workflows.revalidate import start_background_revalidation
 
 SEARCH_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=100))
+
+READ_REVALIDATION_PATCH = "read-revalidation-v1"
+"""Runs recorded before read-time revalidation never had background checks; the patch marks those that do."""
 
 
 @workflow.defn(name="RetrieveWorkflow")
 class RetrieveWorkflow:
     @workflow.run
     async def run(self, request: RetrieveInput) -> RetrieveResult:
-        return await workflow.execute_local_activity(
+        result: RetrieveResult = await workflow.execute_local_activity(
             SEARCH_MEMORIES,
             request,
             result_type=RetrieveResult,
             start_to_close_timeout=timedelta(seconds=10),
             retry_policy=SEARCH_RETRY,
         )
+        if result.background and workflow.patched(READ_REVALIDATION_PATCH):
+            await asyncio.gather(*(start_background_revalidation(r) for r in result.background))
+        return result

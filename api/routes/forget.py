@@ -86,7 +86,7 @@ async def _forget(state: ApiState, caller: Principal, request: ForgetRequest) ->
         subject = subject_hash(key, caller.tenant, owner)
     else:
         subject = body.get("subject_hash")
-    forget = ForgetStore(state.store)
+    forget = ForgetStore(state.store, state.settings.retention_classes)
     now = datetime.now(UTC)
     try:
         row, created = await forget.begin(
@@ -204,7 +204,7 @@ def receipt_view(row: DeletionRow, sinks: list[Any]) -> dict[str, Any]:
 @router.get("/deletions/{deletion_id}")
 async def get_deletion(state: State, caller: Caller, deletion_id: str) -> dict[str, Any]:
     """The receipt: for the requester, privacy officers and operators of the tenant."""
-    forget = ForgetStore(state.store)
+    forget = ForgetStore(state.store, state.settings.retention_classes)
     row = await forget.get(caller.tenant, deletion_id) if len(deletion_id) <= 64 else None
     if row is None or not (caller.role in (Role.PRIVACY, Role.OPERATOR) or row.requester == caller.actor):
         raise Problem(404, "not_found", "no such deletion", field="deletion_id")

@@ -17,7 +17,7 @@ from api.telemetry import traced
 from memwarden.identity import Role, read_filter
 from memwarden.policy.freshness import read_freshness
 from memwarden.policy.render import context_block, label
-from memwarden.records import RetrieveInput, Sensitivity
+from memwarden.records import RetrieveInput, Sensitivity, Status
 from memwarden.stores.audit import read_event
 from memwarden.telemetry import SEARCH_MEMORY
 from workflows.retrieve import RetrieveWorkflow
@@ -68,7 +68,19 @@ async def search(state: State, caller: Caller, body: Annotated[SearchIn, Body()]
     scores = {h.memory_id: h.score for h in result.hits}
     # Claim check: content is loaded only for ids that are still eligible right now.
     records = sorted(await state.store.eligible(rf, list(scores), now), key=lambda r: -scores[r.id])
-    entries = [(r, read_freshness(r)) for r in records]
+    # Read-time revalidation's verdicts (verified / unverified) replace the store's fresh-or-stale; a memory
+    # the store now holds stale changed at its source during this read: held back, never served as current.
+    checked = {c.memory_id: c.freshness for c in result.checks}
+    seen = {c.memory_id: c.version for c in result.checks}
+    changed = [
+        r for r in records if r.id in checked and r.status is Status.STALE and seen[r.id] not in (None, r.version)
+    ]
+    if changed:
+        records = [r for r in records if r not in changed]
+        result = result.model_copy(
+            update={"withheld": [*result.withheld, *({"memory_id": r.id, "reason": "stale"} for r in changed)]}
+        )
+    entries = [(r, checked.get(r.id) or read_freshness(r)) for r in records]
     results = [
         SearchResultOut(
             memory_id=r.id,

@@ -81,3 +81,40 @@ def expires_at(
     """`created_at` plus the effective lifetime, or None when the memory does not expire by age."""
     ttl = effective_ttl_seconds(memory_type, ttl_seconds, policy)
     return None if ttl is None else created_at + timedelta(seconds=ttl)
+
+
+class RetentionClass(BaseModel):
+    """What a memory's `retention_class` adds to its type's lifetime, applied by the expiry sweep.
+
+    `max_age_days`: the memory expires that many days after it was created even if its type never
+    expires (the sooner of the two wins). `hold`: a legal or audit hold: the sweep never expires it,
+    even past `expires_at`, until the hold is lifted (the class changed or removed from the config).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_age_days: int | None = Field(default=None, gt=0)
+    hold: bool = False
+
+
+DEFAULT_CLASSES: dict[str, RetentionClass] = {"standard": RetentionClass()}
+"""Every memory is `standard` unless an operator assigns another class: type lifetimes only."""
+
+
+def class_expired(
+    retention_class: str,
+    created_at: datetime,
+    expires_at_: datetime | None,
+    now: datetime,
+    classes: dict[str, RetentionClass] = DEFAULT_CLASSES,
+) -> bool:
+    """Whether the expiry sweep takes this memory now (the SQL sweep applies the same predicate).
+
+    An unknown class is treated as `standard`: a typo in the config never keeps data longer than its type allows.
+    """
+    policy = classes.get(retention_class, RetentionClass())
+    if policy.hold:
+        return False
+    if expires_at_ is not None and expires_at_ <= now:
+        return True
+    return policy.max_age_days is not None and created_at <= now - timedelta(days=policy.max_age_days)

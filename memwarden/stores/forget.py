@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -33,6 +33,7 @@ from memwarden.forget import (
     deletion_id,
     subject_ref_prefix,
 )
+from memwarden.policy.retention import DEFAULT_CLASSES, RetentionClass
 from memwarden.records import Scope, Status
 from memwarden.stores.audit import AuditEventIn, Operation, namespace_label
 from memwarden.stores.cache import invalidation_prefixes, tenant_prefix
@@ -106,8 +107,24 @@ def _chunks(items: list[str]) -> list[list[str]]:
 class ForgetStore:
     """Forget's repository; shares the engine (and SQLite write lock discipline) of `store`."""
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlStore, retention: dict[str, RetentionClass] | None = None) -> None:
         self.store = store
+        self.retention = retention if retention is not None else DEFAULT_CLASSES
+        """Retention classes the `expired` selector honours (holds, age limits); types alone by default."""
+
+    def _expired(self, now: datetime) -> sa.ColumnElement[bool]:
+        """`class_expired` in SQL: past expires_at unless held, or past the class's age limit."""
+        m = memories.c
+        held = sorted(name for name, c in self.retention.items() if c.hold)
+        by_ttl = sa.and_(m.expires_at.is_not(None), m.expires_at <= now)
+        if held:
+            by_ttl = sa.and_(by_ttl, m.retention_class.not_in(held))
+        by_age = [
+            sa.and_(m.retention_class == name, m.created_at <= now - timedelta(days=c.max_age_days))
+            for name, c in sorted(self.retention.items())
+            if c.max_age_days is not None and not c.hold
+        ]
+        return sa.or_(by_ttl, *by_age)
 
     # -- resolving and tombstoning ----------------------------------------------------------
 
@@ -143,8 +160,7 @@ class ForgetStore:
             stmt = base
         elif isinstance(selector, ExpiredSelector):
             stmt = base.where(
-                m.expires_at.is_not(None),
-                m.expires_at <= now,
+                self._expired(now),
                 m.status.in_([Status.ACTIVE.value, Status.STALE.value, Status.PENDING.value, Status.EXPIRED.value]),
             )
         else:  # pragma: no cover - the union is closed
@@ -380,8 +396,7 @@ class ForgetStore:
             rows = await conn.execute(
                 sa.select(m.tenant_id)
                 .where(
-                    m.expires_at.is_not(None),
-                    m.expires_at <= now,
+                    self._expired(now),
                     m.purged_at.is_(None),
                     m.status.in_([Status.ACTIVE.value, Status.STALE.value, Status.PENDING.value]),
                 )

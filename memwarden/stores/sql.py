@@ -41,6 +41,7 @@ from memwarden.config import Settings
 from memwarden.forget import subject_key
 from memwarden.records import (
     MemoryRecord,
+    MemoryType,
     NamespaceClause,
     ReadFilter,
     Status,
@@ -91,6 +92,14 @@ class EligibleMeta:
     created_at: datetime
     importance: float
     last_confirmed_at: datetime | None
+    type: MemoryType = MemoryType.FACT
+    source_system: str | None = None
+    """The memory's system of record (source_ref.system), so Retrieve can tell which hits to revalidate."""
+    source_key: str | None = None
+    source_version: str | None = None
+    version: int = 0
+    """The row's version when ranked: a read-time check applies only if the row is still that version."""
+    """source_ref.key and .version: enough to ask the source while the full row is still being read."""
 
 
 class ConcurrencyConflict(Exception):
@@ -494,7 +503,18 @@ class SqlStore:
         if not ids or not read_filter.clauses:
             return {}
         m = memories.c
-        columns = (m.id, m.status, m.created_at, m.importance, m.last_confirmed_at)
+        columns = (
+            m.id,
+            m.status,
+            m.created_at,
+            m.importance,
+            m.last_confirmed_at,
+            m.type,
+            m.source_ref["system"].as_string().label("source_system"),
+            m.source_ref["key"].as_string().label("source_key"),
+            m.source_ref["version"].as_string().label("source_version"),
+            m.version,
+        )
         where = read_filter_clause(read_filter, now=now, by_ids=True)
         found: dict[str, EligibleMeta] = {}
         async with self._read() as conn:
@@ -506,6 +526,11 @@ class SqlStore:
                         created_at=row.created_at,
                         importance=row.importance,
                         last_confirmed_at=row.last_confirmed_at,
+                        type=MemoryType(row.type),
+                        source_system=row.source_system,
+                        source_key=row.source_key,
+                        source_version=row.source_version,
+                        version=row.version,
                     )
         return found
 

@@ -300,3 +300,15 @@ def test_both_processes_stop_cleanly_on_sigterm(stack: ProductionStack) -> None:
     assert stack.worker.terminate() == 0, stack.worker.output()
     assert "Traceback" not in stack.worker.output() + stack.api.output()
     shutil.rmtree(stack.qdrant_path, ignore_errors=True)
+
+
+async def test_the_worker_created_both_schedules_at_start(stack: ProductionStack, temporal: DevServer) -> None:
+    from temporalio.client import Client
+
+    from worker.schedules import RETENTION_SCHEDULE_ID, REVALIDATION_SCHEDULE_ID
+
+    client = await Client.connect(temporal.address)
+    retention = await client.get_schedule_handle(RETENTION_SCHEDULE_ID).describe()  # raises if absent
+    revalidation = await client.get_schedule_handle(REVALIDATION_SCHEDULE_ID).describe()
+    assert retention.schedule.spec.intervals[0].every.total_seconds() == 300  # the default sweep intervals
+    assert revalidation.schedule.spec.intervals[0].every.total_seconds() == 900

@@ -142,7 +142,8 @@ async def test_workflow_history_carries_ids_and_scores_only(api: Api) -> None:
     handle = api.temporal.get_workflow_handle(out["workflow_id"], result_type=RetrieveResult)
     result = await handle.result()
     assert [h.memory_id for h in result.hits] == [rec.id]
-    assert set(result.model_dump()) == {"hits", "withheld"}
+    assert set(result.model_dump()) == {"hits", "withheld", "checks", "background"}
+    assert result.checks == [] and result.background == []  # ids and codes only, and none needed here
     history = await handle.fetch_history()
     raw = history.to_json()
     assert "cello" not in raw and rec.content_hash not in raw  # payloads are sealed by the codec

@@ -42,22 +42,30 @@ from memwarden.policy.gate import GatePolicy
 from memwarden.records import (
     Decision,
     ForgetInput,
+    InvalidateInput,
     MemoryType,
     Provenance,
     RememberInput,
     RememberResult,
     RetrieveInput,
     RetrieveResult,
+    RevalidateInput,
+    RevalidateResult,
+    RevalidationOutcome,
     Scope,
     Sensitivity,
     SettleAction,
     SettleRequest,
+    SourceChange,
+    SourceEvent,
     SourceKind,
+    SourceRef,
     content_hash,
 )
 from memwarden.stores.forget import ForgetStore
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.summaries import park_summary_request
+from tests.source_server import SourceServer, sources_toml
 from worker.codec import ENCODING
 from worker.devserver import DevServer, free_port
 from worker.runtime import build_worker, open_deps
@@ -74,6 +82,14 @@ from workflows import (
 )
 from workflows.pending import pending_workflow_id
 from workflows.remember import GATE_PATCH
+from workflows.retrieve import READ_REVALIDATION_PATCH
+from workflows.revalidate import (
+    SOURCE_EVENT_SIGNAL,
+    InvalidateWorkflow,
+    PeriodicRevalidationWorkflow,
+    RevalidateWorkflow,
+    revalidate_workflow_id,
+)
 
 HISTORIES_DIR = Path(__file__).resolve().parent / "histories"
 LEGACY_DIR = HISTORIES_DIR / "legacy"
@@ -196,7 +212,7 @@ LOCAL_ACTIVITY_MARKER_KEYS = frozenset(
 _MARKER_METADATA_PATH = re.compile(r"/markerRecordedEventAttributes/details/data/payloads\[\d+\]$")
 _PATCH_MARKER_PATH = re.compile(r"/markerRecordedEventAttributes/details/patch-data/payloads\[\d+\]$")
 _CHANGE_VERSION_PATH = re.compile(r"/searchAttributes/indexedFields/TemporalChangeVersion$")
-KNOWN_PATCHES = frozenset({GATE_PATCH})
+KNOWN_PATCHES = frozenset({GATE_PATCH, READ_REVALIDATION_PATCH})
 """`workflow.patched` writes, unencoded, a marker `{"id": <patch>, "deprecated": bool}` and a search
 attribute listing the patch names: tolerated only for the patch names our workflows define."""
 
@@ -254,6 +270,14 @@ SYNTHETIC = {
     "staged_no": "synthetic directive: from now on never mention weekend plans in summaries",
     "staged_late": "synthetic directive: from now on always answer in formal register",
     "episode": "synthetic episode: user-a walked along the canal. It was windy.",
+    "rv_same": "synthetic fact: user-r's evening class meets in room 12",
+    "rv_old": "synthetic fact: user-r's glazing course starts on 2027-03-01",
+    "rv_new": "synthetic fact: user-r's glazing course starts on 2027-04-15",
+    "rv_flap": "synthetic fact: user-r's locker is number 31",
+    "rv_event": "synthetic fact: user-r's studio pass is valid until june",
+    "rv_event_new": "synthetic fact: user-r's studio pass is valid until july",
+    "rv_task": "synthetic task: user-r's clay order is being packed",
+    "rv_read": "synthetic fact: user-r's pottery wheel booking is on thursday",
 }
 
 POLICY = GatePolicy()
@@ -407,6 +431,135 @@ async def _retention(client: Client, deps: Deps, tq: str, wid: str) -> object:
     return swept
 
 
+# -- Revalidate: a real HTTP source server run by the recording (tests/source_server.py) ---------
+
+USER_R = Principal(tenant=TENANT, sub="user-r", role=Role.USER)
+RECORDS = "records"
+"""The recording's system of record (sources.toml in the stores' data dir points at `Recording.source`)."""
+
+
+class Recording:
+    """The source server the Revalidate cases steer; set by `record()`."""
+
+    source: Any = None
+
+
+async def _remember_sourced(client: Client, deps: Deps, tq: str, name: str, key: str) -> str:
+    content = SYNTHETIC[name]
+    request = remember_input(
+        _mid(name), content, tenant=TENANT, owner=USER_R.sub, actor=USER_R.actor, type=MemoryType.FACT
+    ).model_copy(update={"source_ref": SourceRef(system=RECORDS, key=key, version="v1"), "reason": "user_stated_fact"})
+    result = await run_remember(client, deps.store, tq, request, content, workflow_id=f"remember-{name}")
+    if result.decision is not Decision.ADD or result.memory_id is None:
+        raise RuntimeError(f"recording expected ADD for {name}, got {result.decision}/{result.reason}")
+    return result.memory_id
+
+
+def _revalidate(
+    name: str, key: str, *, value: str, mode: str = "up", expect: RevalidationOutcome
+) -> Callable[..., Any]:
+    """Remember SYNTHETIC[name] citing `key`, let the source hold SYNTHETIC[value] (v1 when unchanged), revalidate."""
+
+    async def run(client: Client, deps: Deps, tq: str, wid: str) -> object:
+        Recording.source.put(key, SYNTHETIC[value], "v1" if value == name else "v2")
+        memory_id = await _remember_sourced(client, deps, tq, name, key)
+        Recording.source.set(mode=mode)
+        try:
+            result = await client.execute_workflow(
+                RevalidateWorkflow.run,
+                RevalidateInput(
+                    tenant_id=TENANT, memory_id=memory_id, trigger="record", max_attempts=3, retry_seconds=0.2
+                ),
+                id=wid,
+                task_queue=tq,
+                result_type=RevalidateResult,
+            )
+        finally:
+            Recording.source.set(mode="up")
+        if result.outcome is not expect:
+            raise RuntimeError(f"recording expected {expect} for {name}, got {result.outcome}/{result.reason}")
+        return result
+
+    return run
+
+
+async def _invalidate(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    """A change event for one record, as POST /v1/events handles it: mark stale, then signal-with-start."""
+    from memwarden.stores.audit import AuditEventIn
+    from memwarden.stores.revalidation import RevalidationStore
+
+    Recording.source.put("pass-1", SYNTHETIC["rv_event"], "v1")
+    await _remember_sourced(client, deps, tq, "rv_event", "pass-1")
+    Recording.source.put("pass-1", SYNTHETIC["rv_event_new"], "v2")
+    now = datetime.now(UTC)
+    moved = await RevalidationStore(deps.store).mark_for_event(
+        TENANT,
+        RECORDS,
+        "pass-1",
+        SourceChange.CHANGED,
+        now,
+        lambda r: AuditEventIn(
+            tenant_id=TENANT, actor="system:records", operation="revalidate", memory_id=r.id, reason="source_changed"
+        ),
+    )
+    handle = await client.start_workflow(
+        InvalidateWorkflow.run,
+        args=[InvalidateInput(tenant_id=TENANT, system=RECORDS, key_hash="0" * 64), 0.2, 0.5, 3],
+        id=wid,
+        task_queue=tq,
+        start_signal=SOURCE_EVENT_SIGNAL,
+        start_signal_args=[SourceEvent(event_id="e-1", change=SourceChange.CHANGED, version="v2", memory_ids=moved)],
+    )
+    result = await handle.result()
+    if result.revalidated != 1:
+        raise RuntimeError(f"recording expected one revalidation, got {result}")
+    return result
+
+
+async def _periodic(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    """A task citing a source, confirmed long ago: the periodic sweep re-checks it."""
+    import sqlalchemy as sa
+
+    from memwarden.stores.sql_models import memories
+
+    Recording.source.put("order-1", SYNTHETIC["rv_task"], "v1")
+    content = SYNTHETIC["rv_task"]
+    request = remember_input(
+        _mid("rv_task"), content, tenant=TENANT, owner=USER_R.sub, actor=USER_R.actor, type=MemoryType.TASK
+    ).model_copy(
+        update={"source_ref": SourceRef(system=RECORDS, key="order-1", version="v1"), "reason": "task_outcome"}
+    )
+    await run_remember(client, deps.store, tq, request, content, workflow_id="remember-rv_task")
+    async with deps.store.transaction() as conn:  # confirmed a day ago: due for the sweep
+        await conn.execute(
+            sa.update(memories)
+            .where(memories.c.id == _mid("rv_task"))
+            .values(last_confirmed_at=datetime.now(UTC) - timedelta(days=1))
+        )
+    checked = await client.execute_workflow(PeriodicRevalidationWorkflow.run, id=wid, task_queue=tq)
+    if checked < 1:
+        raise RuntimeError("recording expected the sweep to re-check the task")
+    return checked
+
+
+async def _retrieve_deadline(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    """The source hangs past its timeout: the read answers, and a background RevalidateWorkflow is started."""
+    Recording.source.put("wheel-1", SYNTHETIC["rv_read"], "v1")
+    memory_id = await _remember_sourced(client, deps, tq, "rv_read", "wheel-1")
+    Recording.source.set(delay=1.0)
+    try:
+        request = RetrieveInput(query="pottery wheel booking", k=1, read_filter=read_filter(USER_R), actor=USER_R.actor)
+        result = await client.execute_workflow(
+            RetrieveWorkflow.run, request, id=wid, task_queue=tq, result_type=RetrieveResult
+        )
+    finally:
+        Recording.source.set(delay=0.0)
+    if [b.memory_id for b in result.background] != [memory_id]:
+        raise RuntimeError(f"recording expected a background revalidation, got {result.background}")
+    await client.get_workflow_handle(revalidate_workflow_id(memory_id)).result()  # it outlived the read
+    return result
+
+
 CASES: tuple[Case, ...] = (
     Case("RememberWorkflow", "gated_add", _remember("pref", expect=Decision.ADD, slot="ui.chart_color")),
     Case(
@@ -443,6 +596,24 @@ CASES: tuple[Case, ...] = (
     Case("SummarizeWorkflow", "episodes", _summarize),
     Case("ForgetWorkflow", "one_memory", _forget_memory),
     Case("RetentionWorkflow", "one_expired", _retention),
+    Case(
+        "RevalidateWorkflow",
+        "unchanged",
+        _revalidate("rv_same", "room-1", value="rv_same", expect=RevalidationOutcome.UNCHANGED),
+    ),
+    Case(
+        "RevalidateWorkflow",
+        "changed",
+        _revalidate("rv_old", "course-1", value="rv_new", expect=RevalidationOutcome.CHANGED),
+    ),
+    Case(
+        "RevalidateWorkflow",
+        "unavailable_then_unchanged",
+        _revalidate("rv_flap", "locker-1", value="rv_flap", mode="flap", expect=RevalidationOutcome.UNCHANGED),
+    ),
+    Case("InvalidateWorkflow", "one_event", _invalidate),
+    Case("PeriodicRevalidationWorkflow", "sweep", _periodic),
+    Case("RetrieveWorkflow", "read_deadline", _retrieve_deadline),
 )
 
 
@@ -464,16 +635,23 @@ async def record() -> dict[str, str]:
     with tempfile.TemporaryDirectory(prefix="memwarden-record-") as tmp:
         data_dir = Path(tmp)
         server = DevServer(data_dir / "temporal", port=free_port(), headless=True)
-        async with server:
-            settings = settings_for(data_dir / "stores", server.address, "record-histories")
-            client = await connect_client(settings, identity=IDENTITY)
-            async with open_deps(settings) as deps, build_worker(client, deps):
-                for case in CASES:
-                    await case.run(client, deps, settings.temporal_task_queue, case.workflow_id)
-            return {
-                c.workflow_id: (await client.get_workflow_handle(history_id(c)).fetch_history()).to_json()
-                for c in CASES
-            }
+        source = SourceServer()
+        Recording.source = source
+        (data_dir / "stores").mkdir()
+        (data_dir / "stores" / "sources.toml").write_text(
+            sources_toml(RECORDS, source.url, timeout_ms=300, freshness_seconds=0)
+        )
+        with source:
+            async with server:
+                settings = settings_for(data_dir / "stores", server.address, "record-histories")
+                client = await connect_client(settings, identity=IDENTITY)
+                async with open_deps(settings) as deps, build_worker(client, deps):
+                    for case in CASES:
+                        await case.run(client, deps, settings.temporal_task_queue, case.workflow_id)
+                return {
+                    c.workflow_id: (await client.get_workflow_handle(history_id(c)).fetch_history()).to_json()
+                    for c in CASES
+                }
 
 
 def write_histories(histories: dict[str, str], out_dir: Path = HISTORIES_DIR) -> list[Path]:
