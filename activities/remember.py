@@ -39,6 +39,7 @@ from memwarden.records import (
 )
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
+from memwarden.stores.forget import ForgetStore
 from memwarden.stores.vectors import index_point
 from workflows.names import COMMIT_GATED, RECORD_DECISION, SCREEN_CANDIDATE, SETTLE_PENDING, STAGE_MEMORY
 
@@ -162,11 +163,20 @@ class RememberActivities:
             raise candidate_gone(c.memory_id)
         return existing.content
 
+    async def _quarantined(self, c: RememberInput) -> bool:
+        """Whether the source record the candidate cites was forgotten as poisoned (False without a source_ref)."""
+        ref = c.source_ref
+        if ref is None:
+            return False
+        return await ForgetStore(self.deps.store).is_quarantined(c.tenant_id, ref.system, ref.key)
+
     @activity.defn(name=SCREEN_CANDIDATE)
     async def screen_candidate(self, c: RememberInput, policy: GatePolicy) -> Screened:
         """Detectors, the owner's switch, the nearest live memory and the slot's holder: codes and ids out."""
         store = self.deps.store
-        enabled, content = await asyncio.gather(store.get_settings(c.tenant_id, c.owner_id), self._content(c))
+        enabled, quarantined, content = await asyncio.gather(
+            store.get_settings(c.tenant_id, c.owner_id), self._quarantined(c), self._content(c)
+        )
         # Embedding (onnxruntime, off the GIL) runs beside the detectors (Python), on the other core: most
         # candidates are embedded as they are. The vector of a candidate that is then rejected or redacted
         # is dropped unused: it is never compared, cached or stored.
@@ -175,7 +185,7 @@ class RememberActivities:
             screening = await asyncio.to_thread(detect.screen, content, source_kind=c.source_kind)
         finally:
             [raw_dense] = await speculative
-        screened = Screened(screening=screening, memory_enabled=enabled)
+        screened = Screened(screening=screening, memory_enabled=enabled, source_quarantined=quarantined)
         inp = screened.gate_input(c)
         if precheck(inp, policy) is not None:
             return screened  # already a rejection: nothing is looked up for rejected text

@@ -5,6 +5,7 @@ the first step that decides, decides, and every decision carries a reason code:
 
 1. memory switched off for the owner                     -> REJECT memory_disabled
 2. source trust, the type a source may write, and the write reason that fits the source
+   a source_ref citing a quarantined source record       -> REJECT source_quarantined
    document                                              -> REJECT document_is_knowledge
    system without a source_ref                           -> REJECT system_without_source_ref
    tool or model text that reads like an instruction     -> REJECT untrusted_instruction
@@ -91,6 +92,7 @@ class GateReason(StrEnum):
     SLOT_VALUE_CHANGED = "slot_value_changed"
     DUPLICATE = "duplicate"
     MEMORY_DISABLED = "memory_disabled"
+    SOURCE_QUARANTINED = "source_quarantined"
     DOCUMENT_IS_KNOWLEDGE = "document_is_knowledge"
     SYSTEM_WITHOUT_SOURCE_REF = "system_without_source_ref"
     UNTRUSTED_INSTRUCTION = "untrusted_instruction"
@@ -242,6 +244,9 @@ class GateInput(BaseModel):
     screening: Screening = Field(default_factory=Screening)
     memory_enabled: bool = True
     """The owner's `memory_enabled` setting (off stops writes)."""
+    source_quarantined: bool = False
+    """The candidate's source_ref cites a source record that was forgotten as poisoned (Forget's `source`
+    selector quarantines it): nothing may be written from it again."""
     confirm_requested: bool = False
     """The proposer will ask the owner to confirm: required for model inferences, which then go PENDING."""
 
@@ -252,6 +257,7 @@ class GateInput(BaseModel):
         *,
         screening: Screening,
         memory_enabled: bool = True,
+        source_quarantined: bool = False,
         confirm_requested: bool | None = None,
     ) -> GateInput:
         return cls(
@@ -267,6 +273,7 @@ class GateInput(BaseModel):
             ttl_seconds=candidate.ttl_seconds,
             screening=screening,
             memory_enabled=memory_enabled,
+            source_quarantined=source_quarantined,
             confirm_requested=candidate.confirm_requested if confirm_requested is None else confirm_requested,
         )
 
@@ -310,10 +317,17 @@ class Screened(BaseModel):
 
     screening: Screening
     memory_enabled: bool = True
+    source_quarantined: bool = False
+    """Absent from histories recorded before the check existed: those runs were not quarantined."""
     lookup: Lookup = Field(default_factory=Lookup)
 
     def gate_input(self, candidate: RememberInput) -> GateInput:
-        return GateInput.from_remember(candidate, screening=self.screening, memory_enabled=self.memory_enabled)
+        return GateInput.from_remember(
+            candidate,
+            screening=self.screening,
+            memory_enabled=self.memory_enabled,
+            source_quarantined=self.source_quarantined,
+        )
 
 
 class GateDecision(BaseModel):
@@ -365,6 +379,8 @@ def _reject(
 def _source_trust(inp: GateInput, policy: GatePolicy) -> GateDecision | None:
     """Step 2: who says so, what they may write, and whether their reason fits."""
     source = inp.source_kind
+    if inp.source_quarantined:  # whoever proposes it: the record it cites was poisoned
+        return _reject(GateReason.SOURCE_QUARANTINED, 2, inp, policy)
     if source is SourceKind.DOCUMENT:
         return _reject(GateReason.DOCUMENT_IS_KNOWLEDGE, 2, inp, policy)
     if source is SourceKind.SYSTEM and not inp.has_source_ref:
