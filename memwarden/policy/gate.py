@@ -72,9 +72,11 @@ from memwarden.policy.importance import score_importance
 from memwarden.policy.retention import RetentionPolicy, effective_ttl_seconds
 from memwarden.records import (
     POLICY_VERSION,
+    CommitInput,
     Decision,
     MemoryType,
     RememberInput,
+    RememberResult,
     Scope,
     Screening,
     Sensitivity,
@@ -361,6 +363,32 @@ class GateDecision(BaseModel):
     def writes(self) -> bool:
         """True when something will be stored (ADD, UPDATE, or PENDING awaiting confirmation)."""
         return self.decision in (Decision.ADD, Decision.UPDATE, Decision.PENDING)
+
+
+def commit_input(candidate: RememberInput, decision: GateDecision) -> CommitInput:
+    """The gate's adjustments that a commit or stage applies (importance, redaction, lifetime, trust)."""
+    assert decision.importance is not None, "only a decision that writes has an importance"
+    return CommitInput(
+        candidate=candidate,
+        importance=decision.importance,
+        reason=decision.reason.value,
+        redact=decision.redact,
+        ttl_seconds=decision.ttl_seconds,
+        untrusted=decision.untrusted,
+    )
+
+
+class Remembered(BaseModel):
+    """What the one-step Remember activity hands the workflow: the gate's decision and what became of it.
+
+    Codes, ids and numbers only (safe for history). The workflow records both and, for a PENDING
+    decision, starts the confirmation window from `decision`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decision: GateDecision
+    result: RememberResult
 
 
 def _reject(
