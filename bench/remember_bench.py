@@ -14,7 +14,8 @@ child, the worker over SQLite + Qdrant Edge, the API under uvicorn):
 - the HTTP round trip alone (`GET /v1/settings`: auth and one read), interleaved too, to show how much of
   the gap to the floor is the web stack rather than the gate;
 - writes/s with `--clients` concurrent HTTP clients, each writing `--per-client` memories for its own person,
-  beside the floor's own rate with the same concurrency.
+  beside the floor's own rate with the same concurrency, and the CPU each costs (this process and the
+  dev server), the figure that other work on the machine hardly moves.
 Every text is synthetic.
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import statistics
 import sys
@@ -56,6 +58,21 @@ TEMPLATES = (
     "synthetic: {who} finished the {a} report and sent it to the {b} team",
     "synthetic: {who} parks at the {a} garage, level {n}, near the {b} exit",
 )
+
+
+def cpu_seconds() -> float:
+    """User + system CPU of this process (all threads) and of its live children (the Temporal dev server)."""
+    me = os.getpid()
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = sum(os.times()[:2])
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == me:  # ppid
+            total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return total
 
 
 def text(rng: random.Random, who: str) -> str:
@@ -141,10 +158,11 @@ async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any, ht
         writes.append(await write(solo, "solo", decisions))
         https.append(await http_floor(solo))
 
-    async def run_clients(one: Any) -> float:
-        start = time.perf_counter()
+    async def run_clients(one: Any) -> tuple[float, float]:
+        """Wall seconds, and CPU seconds of this process and its children (the dev server) meanwhile."""
+        start, cpu = time.perf_counter(), cpu_seconds()
         await asyncio.gather(*(one(i) for i in range(args.clients)))
-        return time.perf_counter() - start
+        return time.perf_counter() - start, cpu_seconds() - cpu
 
     async def api_client(i: int) -> None:
         headers = api.auth("bench", f"person-{i}")
@@ -156,8 +174,8 @@ async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any, ht
             await floor()
 
     total = args.clients * args.per_client
-    floor_elapsed = await run_clients(floor_client)
-    api_elapsed = await run_clients(api_client)
+    floor_elapsed, floor_cpu = await run_clients(floor_client)
+    api_elapsed, api_cpu = await run_clients(api_client)
     result = {
         "decision_latency": summary(writes),
         "floor_latency": summary(floors),
@@ -168,6 +186,11 @@ async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any, ht
             "writes": total,
             "writes_per_s": round(total / api_elapsed, 1),
             "floor_workflows_per_s": round(total / floor_elapsed, 1),
+            # CPU per operation (this process with every thread, plus the dev server): unlike rates, it
+            # hardly moves when other work shares the machine, so it says what 2 idle cores could do.
+            "cpu_ms_per_write": round(1000 * api_cpu / total, 1),
+            "cpu_ms_per_floor_workflow": round(1000 * floor_cpu / total, 1),
+            "load_average_1min": round(os.getloadavg()[0], 1),
         },
         "decisions": dict(decisions),
     }
@@ -186,7 +209,9 @@ def report(r: dict[str, Any]) -> str:
             f"| ratio (p50), decision / Temporal floor | {r['p50_ratio']}x | |",
             "",
             f"{c['clients']} concurrent clients, {c['writes']} writes: {c['writes_per_s']} writes/s through the API "
-            f"(floor workflows alone: {c['floor_workflows_per_s']}/s). Decisions: {r['decisions']}",
+            f"(floor workflows alone: {c['floor_workflows_per_s']}/s). CPU per write {c['cpu_ms_per_write']} ms, "
+            f"per floor workflow {c['cpu_ms_per_floor_workflow']} ms (process + dev server); load average "
+            f"{c['load_average_1min']}. Decisions: {r['decisions']}",
         ]
     )
 
