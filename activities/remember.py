@@ -1,8 +1,12 @@
-"""Remember's activities: screen a candidate, then commit, stage, settle or record the decision.
+"""Remember's activities: screen a candidate, decide, then commit, stage, settle or record the decision.
 
-All I/O of the write gate lives here; the decision itself is pure (`memwarden.policy.gate`) and runs in
-the workflow. Each activity is idempotent: the memory id is fixed by the API, the store's commit returns
-an already-committed row unchanged, index upserts overwrite, and audit events carry an id derived from
+All I/O of the write gate lives here; the decision itself is pure (`memwarden.policy.gate`): new runs
+call it inside `remember_candidate` (one local activity, one Temporal step) and the workflow records
+it; runs of the two-step path ("write-gate-v1") call it in the workflow between `screen_candidate` and
+`commit_gated` / `stage_memory` / `record_decision`, which stay registered for them.
+
+Each activity is idempotent: the memory id is fixed by the API, the store's commit returns an
+already-committed row unchanged, index upserts overwrite, and audit events carry an id derived from
 (workflow run, operation, memory), so a retried attempt appends nothing twice.
 """
 
@@ -21,7 +25,19 @@ from activities.deps import Deps
 from activities.replicas import replicate
 from memwarden import detect
 from memwarden.policy.dedupe import cosine, value_conflict
-from memwarden.policy.gate import GatePolicy, Lookup, Neighbour, Screened, precheck, redact_entities
+from memwarden.policy.gate import (
+    GateDecision,
+    GatePolicy,
+    GateReason,
+    Lookup,
+    Neighbour,
+    Remembered,
+    Screened,
+    commit_input,
+    decide,
+    precheck,
+    redact_entities,
+)
 from memwarden.records import (
     CommitInput,
     Decision,
@@ -39,8 +55,16 @@ from memwarden.records import (
 )
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
+from memwarden.stores.forget import ForgetStore
 from memwarden.stores.vectors import index_point
-from workflows.names import COMMIT_GATED, RECORD_DECISION, SCREEN_CANDIDATE, SETTLE_PENDING, STAGE_MEMORY
+from workflows.names import (
+    COMMIT_GATED,
+    RECORD_DECISION,
+    REMEMBER_CANDIDATE,
+    SCREEN_CANDIDATE,
+    SETTLE_PENDING,
+    STAGE_MEMORY,
+)
 
 LIVE = (Status.ACTIVE, Status.STALE)
 FORGOTTEN = (Status.TOMBSTONED, Status.PURGED)
@@ -134,10 +158,12 @@ class RememberActivities:
         *,
         actor: str | None = None,
         hash_after: str | None = None,
+        key: str | None = None,
         **details: object,
     ) -> AuditEventIn:
+        """`key` fixes the memory id the event's idempotency id is derived from (default: the event's own)."""
         return AuditEventIn(
-            id=audit_id(operation, memory_id or c.memory_id),
+            id=audit_id(operation, key or memory_id or c.memory_id),
             tenant_id=c.tenant_id,
             actor=actor or c.actor,
             operation=operation,
@@ -162,11 +188,32 @@ class RememberActivities:
             raise candidate_gone(c.memory_id)
         return existing.content
 
+    async def _quarantined(self, c: RememberInput) -> bool:
+        """Whether the source record the candidate cites was forgotten as poisoned (False without a source_ref)."""
+        ref = c.source_ref
+        if ref is None:
+            return False
+        return await ForgetStore(self.deps.store).is_quarantined(c.tenant_id, ref.system, ref.key)
+
     @activity.defn(name=SCREEN_CANDIDATE)
     async def screen_candidate(self, c: RememberInput, policy: GatePolicy) -> Screened:
-        """Detectors, the owner's switch, the nearest live memory and the slot's holder: codes and ids out."""
+        """Detectors, the owner's switch, the nearest live memory and the slot's holder: codes and ids out.
+
+        The first half of the two-step path ("write-gate-v1" runs); new runs use `remember_candidate`.
+        """
         store = self.deps.store
-        enabled, content = await asyncio.gather(store.get_settings(c.tenant_id, c.owner_id), self._content(c))
+        enabled, quarantined, content = await asyncio.gather(
+            store.get_settings(c.tenant_id, c.owner_id), self._quarantined(c), self._content(c)
+        )
+        screened, _ = await self._screen(c, policy, content, enabled=enabled, quarantined=quarantined)
+        return screened
+
+    async def _screen(
+        self, c: RememberInput, policy: GatePolicy, content: str, *, enabled: bool, quarantined: bool
+    ) -> tuple[Screened, str]:
+        """Screening proper: detector codes, then (unless already rejected) the nearest live memory and the
+        slot's holder. Returns what the gate decides on and the text that would be stored (redacted)."""
+        store = self.deps.store
         # Embedding (onnxruntime, off the GIL) runs beside the detectors (Python), on the other core: most
         # candidates are embedded as they are. The vector of a candidate that is then rejected or redacted
         # is dropped unused: it is never compared, cached or stored.
@@ -175,10 +222,10 @@ class RememberActivities:
             screening = await asyncio.to_thread(detect.screen, content, source_kind=c.source_kind)
         finally:
             [raw_dense] = await speculative
-        screened = Screened(screening=screening, memory_enabled=enabled)
+        screened = Screened(screening=screening, memory_enabled=enabled, source_quarantined=quarantined)
         inp = screened.gate_input(c)
         if precheck(inp, policy) is not None:
-            return screened  # already a rejection: nothing is looked up for rejected text
+            return screened, content  # already a rejection: nothing is looked up for rejected text
         redact = redact_entities(inp, policy)
         text = detect.redact(content, redact) if redact else content
         text_hash = content_hash(text)
@@ -213,7 +260,109 @@ class RememberActivities:
             else:
                 [held] = await self._embed([holder.content])
                 holder_n = self._neighbour(holder, text, text_hash, cosine(dense, held))
-        return screened.model_copy(update={"lookup": Lookup(nearest=nearest, slot_holder=holder_n)})
+        return screened.model_copy(update={"lookup": Lookup(nearest=nearest, slot_holder=holder_n)}), text
+
+    @activity.defn(name=REMEMBER_CANDIDATE)
+    async def remember_candidate(self, c: RememberInput, policy: GatePolicy) -> Remembered:
+        """The whole write gate in one step: screen, decide (the pure `gate.decide`), then commit, stage or
+        record the decision, each in one transaction that also drops the claim check.
+
+        Idempotent: the claim check is dropped in the same transaction as the effect, so a parked content
+        means nothing happened yet. A retry that finds it gone answers from what the effect left: the row
+        (committed or pending) or the decision's audit event (REJECT, NOOP).
+        """
+        ref = c.source_ref
+        enabled, content, quarantined = await self.deps.store.screen_inputs(
+            c.tenant_id, c.owner_id, c.candidate_ref, (ref.system, ref.key) if ref is not None else None
+        )
+        if content is None:
+            return await self._remembered_before(c)
+        screened, _ = await self._screen(c, policy, content, enabled=enabled, quarantined=quarantined)
+        decision = decide(screened.gate_input(c), screened.lookup, policy)
+        if decision.decision in (Decision.REJECT, Decision.NOOP):
+            result = RememberResult(
+                decision=decision.decision, reason=decision.reason.value, memory_id=decision.duplicate_of
+            )
+            operation = "deny" if decision.decision is Decision.REJECT else "noop"
+            event = self._event(
+                c, operation, result.reason, result.memory_id, key=c.memory_id, decision=decision.decision.value
+            )
+            await self.deps.store.record_decision(event, drop_candidate=c.candidate_ref)
+            return Remembered(decision=decision, result=result)
+        ci = commit_input(c, decision)
+        now = datetime.now(UTC)
+        if decision.decision is Decision.PENDING:
+            record = self._record(ci, content, Status.PENDING, now)
+            await self.deps.store.stage_pending(
+                record,
+                idempotency_key=c.idempotency_key,
+                audit=lambda row: self._event(
+                    c,
+                    "stage",
+                    ci.reason,
+                    c.memory_id,
+                    hash_after=row.content_hash,
+                    decision=Decision.PENDING.value,
+                    redacted=sorted(ci.redact),
+                ),
+                drop_candidate=c.candidate_ref,
+            )
+            result = RememberResult(decision=Decision.PENDING, reason=ci.reason, memory_id=c.memory_id)
+            return Remembered(decision=decision, result=result.model_copy(update={"supersedes": decision.supersedes}))
+        record = self._record(ci, content, Status.ACTIVE, now)  # redacted as `_screen` redacted (same entities)
+        return Remembered(decision=decision, result=await self._go_live(ci, record))
+
+    async def _remembered_before(self, c: RememberInput) -> Remembered:
+        """The answer of an earlier attempt whose effect landed (the claim check is gone with it)."""
+        store = self.deps.store
+        existing = await store.get_memory(c.tenant_id, c.memory_id)
+        if existing is None:
+            for operation in ("deny", "noop"):
+                event = await store.get_audit_event(audit_id(operation, c.memory_id))
+                if event is not None and event.reason is not None:
+                    decision = Decision.REJECT if operation == "deny" else Decision.NOOP
+                    gate = GateDecision(
+                        decision=decision,
+                        reason=GateReason(event.reason),
+                        step=1,
+                        duplicate_of=event.memory_id if decision is Decision.NOOP else None,
+                    )
+                    result = RememberResult(decision=decision, reason=event.reason, memory_id=gate.duplicate_of)
+                    return Remembered(decision=gate, result=result)
+            raise candidate_gone(c.memory_id)
+        untrusted = existing.confidence < 1.0 and existing.source_kind is SourceKind.TOOL
+        lifetime = existing.expires_at - existing.created_at if existing.expires_at else None
+        ttl = max(1, round(lifetime.total_seconds())) if lifetime else None
+        if existing.status is Status.PENDING:
+            staged = await store.get_audit_event(audit_id("stage", c.memory_id))
+            reason = GateReason(staged.reason) if staged is not None and staged.reason else GateReason.STAGED_SENSITIVE
+            gate = GateDecision(
+                decision=Decision.PENDING,
+                reason=reason,
+                step=7,
+                importance=existing.importance,
+                ttl_seconds=ttl,
+                untrusted=untrusted,
+                staging=[reason],
+            )
+            result = RememberResult(decision=Decision.PENDING, reason=reason.value, memory_id=c.memory_id)
+            return Remembered(decision=gate, result=result)
+        # Committed (and perhaps since superseded or forgotten): the commit happened; answer as it did.
+        decision = Decision.UPDATE if existing.supersedes else Decision.ADD
+        reason = GateReason.SLOT_VALUE_CHANGED if existing.supersedes else GateReason.ACCEPTED
+        gate = GateDecision(
+            decision=decision,
+            reason=reason,
+            step=6 if existing.supersedes else 8,
+            supersedes=existing.supersedes,
+            importance=existing.importance,
+            ttl_seconds=ttl,
+            untrusted=untrusted,
+        )
+        result = RememberResult(
+            decision=decision, reason=reason.value, memory_id=existing.id, supersedes=existing.supersedes
+        )
+        return Remembered(decision=gate, result=result)
 
     @staticmethod
     def _neighbour(record: MemoryRecord, text: str, text_hash: str, similarity: float) -> Neighbour:
@@ -391,6 +540,7 @@ class RememberActivities:
 
     def all(self) -> list[object]:
         return [
+            self.remember_candidate,
             self.screen_candidate,
             self.commit_gated,
             self.stage_memory,

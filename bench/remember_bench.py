@@ -6,13 +6,16 @@ What it measures, on the embedded stack (`memwarden up`'s parts in this process:
 child, the worker over SQLite + Qdrant Edge, the API under uvicorn):
 - decision latency: one `POST /v1/memories` after another over real HTTP (full gate: detectors, embedding,
   nearest-neighbour lookup, commit to store + index, audit), p50/p95;
-- the floor: an eagerly started workflow running one no-op local activity, on the same dev server and
-  in the same process, p50/p95. The two are interleaved (one floor run, one write, ...) so that a noisy
+- the floor: an eagerly started workflow running one no-op local activity (bench/floor.py), on the same
+  dev server, in the same process and through the same client (codec, tracing interceptor, data
+  converter), on a worker built as the real one is (the same sandboxed runner, the same local-activity
+  limit), p50/p95. The two are interleaved (one floor run, one write, ...) so that a noisy
   neighbour on this shared machine slows both alike; the ratio is the figure to read;
 - the HTTP round trip alone (`GET /v1/settings`: auth and one read), interleaved too, to show how much of
   the gap to the floor is the web stack rather than the gate;
 - writes/s with `--clients` concurrent HTTP clients, each writing `--per-client` memories for its own person,
-  beside the floor's own rate with the same concurrency.
+  beside the floor's own rate with the same concurrency, and the CPU each costs (this process and the
+  dev server), the figure that other work on the machine hardly moves.
 Every text is synthetic.
 """
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import statistics
 import sys
@@ -28,7 +32,6 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +39,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
-from temporalio import activity, workflow  # noqa: E402
 from temporalio.worker import Worker  # noqa: E402
 
+from bench.floor import FloorWorkflow, noop  # noqa: E402
 from tests.integration.api_stack import Api, embedded_api  # noqa: E402
+from worker.runtime import MAX_CONCURRENT_LOCAL_ACTIVITIES  # noqa: E402
+from worker.sandbox import SANDBOX  # noqa: E402
 from worker.temporal_client import connect  # noqa: E402
 
 WORDS = (
@@ -55,16 +60,19 @@ TEMPLATES = (
 )
 
 
-@activity.defn(name="bench_noop")
-async def noop() -> None:
-    """The floor's one local activity: does nothing, so what is measured is Temporal's own cost."""
-
-
-@workflow.defn(name="BenchFloorWorkflow", sandboxed=False)
-class FloorWorkflow:
-    @workflow.run
-    async def run(self) -> None:
-        await workflow.execute_local_activity(noop, start_to_close_timeout=timedelta(seconds=10))
+def cpu_seconds() -> float:
+    """User + system CPU of this process (all threads) and of its live children (the Temporal dev server)."""
+    me = os.getpid()
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = sum(os.times()[:2])
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == me:  # ppid
+            total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return total
 
 
 def text(rng: random.Random, who: str) -> str:
@@ -88,14 +96,27 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             client = await connect(api.settings)
             floor_queue = f"floor-{uuid.uuid4().hex[:6]}"
             async with (
-                Worker(client, task_queue=floor_queue, workflows=[FloorWorkflow], activities=[noop]),
+                # Sandboxed like RememberWorkflow (an unsandboxed floor measured ~3 ms cheaper at p50 than a real
+                # workflow can be), same client, so the same codec, data converter and interceptors.
+                Worker(
+                    client,
+                    task_queue=floor_queue,
+                    workflows=[FloorWorkflow],
+                    activities=[noop],
+                    workflow_runner=SANDBOX,
+                    max_concurrent_local_activities=MAX_CONCURRENT_LOCAL_ACTIVITIES,
+                ),
                 httpx.AsyncClient(base_url=api.base_url, timeout=60) as http,
             ):
 
                 async def floor() -> float:
                     start = time.perf_counter()
                     await client.execute_workflow(
-                        FloorWorkflow.run, id=f"floor-{uuid.uuid4()}", task_queue=floor_queue, request_eager_start=True
+                        FloorWorkflow.run,
+                        "floor",
+                        id=f"floor-{uuid.uuid4()}",
+                        task_queue=floor_queue,
+                        request_eager_start=True,
                     )
                     return (time.perf_counter() - start) * 1000
 
@@ -137,10 +158,11 @@ async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any, ht
         writes.append(await write(solo, "solo", decisions))
         https.append(await http_floor(solo))
 
-    async def run_clients(one: Any) -> float:
-        start = time.perf_counter()
+    async def run_clients(one: Any) -> tuple[float, float]:
+        """Wall seconds, and CPU seconds of this process and its children (the dev server) meanwhile."""
+        start, cpu = time.perf_counter(), cpu_seconds()
         await asyncio.gather(*(one(i) for i in range(args.clients)))
-        return time.perf_counter() - start
+        return time.perf_counter() - start, cpu_seconds() - cpu
 
     async def api_client(i: int) -> None:
         headers = api.auth("bench", f"person-{i}")
@@ -152,8 +174,8 @@ async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any, ht
             await floor()
 
     total = args.clients * args.per_client
-    floor_elapsed = await run_clients(floor_client)
-    api_elapsed = await run_clients(api_client)
+    floor_elapsed, floor_cpu = await run_clients(floor_client)
+    api_elapsed, api_cpu = await run_clients(api_client)
     result = {
         "decision_latency": summary(writes),
         "floor_latency": summary(floors),
@@ -164,6 +186,11 @@ async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any, ht
             "writes": total,
             "writes_per_s": round(total / api_elapsed, 1),
             "floor_workflows_per_s": round(total / floor_elapsed, 1),
+            # CPU per operation (this process with every thread, plus the dev server): unlike rates, it
+            # hardly moves when other work shares the machine, so it says what 2 idle cores could do.
+            "cpu_ms_per_write": round(1000 * api_cpu / total, 1),
+            "cpu_ms_per_floor_workflow": round(1000 * floor_cpu / total, 1),
+            "load_average_1min": round(os.getloadavg()[0], 1),
         },
         "decisions": dict(decisions),
     }
@@ -182,7 +209,9 @@ def report(r: dict[str, Any]) -> str:
             f"| ratio (p50), decision / Temporal floor | {r['p50_ratio']}x | |",
             "",
             f"{c['clients']} concurrent clients, {c['writes']} writes: {c['writes_per_s']} writes/s through the API "
-            f"(floor workflows alone: {c['floor_workflows_per_s']}/s). Decisions: {r['decisions']}",
+            f"(floor workflows alone: {c['floor_workflows_per_s']}/s). CPU per write {c['cpu_ms_per_write']} ms, "
+            f"per floor workflow {c['cpu_ms_per_floor_workflow']} ms (process + dev server); load average "
+            f"{c['load_average_1min']}. Decisions: {r['decisions']}",
         ]
     )
 

@@ -89,6 +89,13 @@ class Settings(BaseSettings):
     qdrant_replication_factor: int | None = Field(
         default=None, gt=0, description="Copies of each shard when memwarden creates the collection (cluster)."
     )
+    edge_flush_delay_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        le=300,
+        description="Qdrant Edge group flush: upserts reach disk within this (each flush holds the GIL ~0.1 s; "
+        "a crash loses at most this much of the index, and worker start re-indexes it from the store).",
+    )
     cache_backend: CacheBackend | None = Field(default=None, description="memory (embedded) or redis (production).")
     redis_url: str = Field(default="redis://127.0.0.1:6379/0", description="Redis URL for the redis cache backend.")
     redis_namespace: str = Field(

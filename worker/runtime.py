@@ -31,6 +31,9 @@ from memwarden.stores.vectors_edge import EdgeIndex
 from worker.sandbox import SANDBOX
 from workflows import ALL_WORKFLOWS
 
+MAX_CONCURRENT_LOCAL_ACTIVITIES = 32
+"""Per worker; benches give their Temporal floor the same limit, so the floor runs as the real worker does."""
+
 
 @asynccontextmanager
 async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> AsyncIterator[Deps]:
@@ -80,7 +83,7 @@ def build_worker(client: Client, deps: Deps) -> Worker:
         workflows=ALL_WORKFLOWS,
         activities=activities,
         workflow_runner=SANDBOX,
-        max_concurrent_local_activities=32,
+        max_concurrent_local_activities=MAX_CONCURRENT_LOCAL_ACTIVITIES,
         # A stopping worker (SIGTERM, a rollout) lets in-flight activities finish instead of cancelling them.
         graceful_shutdown_timeout=timedelta(seconds=deps.settings.worker_shutdown_grace_seconds),
     )

@@ -7,6 +7,8 @@ implement them (the sandbox stays clean, and a test can register a stand-in by t
 COMMIT_MEMORY = "commit_memory"
 """The pre-gate commit (RememberInput -> stored as is). Kept registered only so RememberWorkflow
 histories recorded before the write gate still replay and finish; new runs never schedule it."""
+REMEMBER_CANDIDATE = "remember_candidate"
+"""Screen, decide and commit/stage/record in one local activity (RememberWorkflow since "remember-one-step")."""
 SCREEN_CANDIDATE = "screen_candidate"
 COMMIT_GATED = "commit_gated"
 STAGE_MEMORY = "stage_memory"

@@ -1,11 +1,16 @@
 """RememberWorkflow: a candidate becomes durable memory only through this workflow.
 
 The candidate's content never enters history: the API parks it in the store's claim-check table and
-the workflow passes the reference. One local activity screens it (detectors, the owner's switch, the
-nearest live memory, the slot's holder: codes and ids out), the pure gate decides, and one more local
-activity commits, stages or records the decision, so a proposal costs one workflow task when eagerly
-started. A PENDING write starts a PendingWriteWorkflow (abandoned child) that waits for confirmation,
-and the proposer gets its answer at once.
+the workflow passes the reference. One local activity (`remember_candidate`) screens it (detectors,
+the owner's switch, the cited source's quarantine, the nearest live memory, the slot's holder), runs
+the pure gate (`gate.decide`) and commits, stages or records the decision; the workflow records the
+decision and its outcome (codes and ids) from the activity's marker. So a proposal is one workflow task
+and one local activity when eagerly started. A PENDING write starts a PendingWriteWorkflow (abandoned
+child) that waits for confirmation, and the proposer gets its answer at once.
+
+Versions, each behind a `workflow.patched` marker so that recorded runs replay down their own branch:
+before GATE_PATCH one ungated commit; GATE_PATCH alone, the two-step gate (screen, decide in the
+workflow, then commit/stage/record); ONE_STEP_PATCH as well, today's single step.
 """
 
 from __future__ import annotations
@@ -18,9 +23,16 @@ from temporalio.common import RetryPolicy
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from memwarden.policy.gate import DEFAULT_POLICY, GateDecision, GatePolicy, Screened, decide
+    from memwarden.policy.gate import DEFAULT_POLICY, GatePolicy, Remembered, Screened, commit_input, decide
     from memwarden.records import CommitInput, Decision, PendingWrite, RememberInput, RememberResult
-    from workflows.names import COMMIT_GATED, COMMIT_MEMORY, RECORD_DECISION, SCREEN_CANDIDATE, STAGE_MEMORY
+    from workflows.names import (
+        COMMIT_GATED,
+        COMMIT_MEMORY,
+        RECORD_DECISION,
+        REMEMBER_CANDIDATE,
+        SCREEN_CANDIDATE,
+        STAGE_MEMORY,
+    )
     from workflows.pending import PendingWriteWorkflow, pending_workflow_id
 
 # Bounded by attempts as well as by schedule-to-close: a local activity's deadline is measured on the
@@ -35,6 +47,9 @@ COMMIT_RETRY = RetryPolicy(
 
 GATE_PATCH = "write-gate-v1"
 """Runs recorded before the write gate committed without screening; they replay down the old branch."""
+ONE_STEP_PATCH = "remember-one-step"
+"""Runs recorded before it took two local activities (screen, then commit/stage/record) around a decision
+made in the workflow; they replay down that branch."""
 
 
 T = TypeVar("T")
@@ -54,19 +69,6 @@ async def _local(activity: str, *args: object, result_type: type[T]) -> T:
     return result
 
 
-def commit_input(candidate: RememberInput, decision: GateDecision) -> CommitInput:
-    """The gate's adjustments that the commit applies (importance, redaction, lifetime, trust)."""
-    assert decision.importance is not None
-    return CommitInput(
-        candidate=candidate,
-        importance=decision.importance,
-        reason=decision.reason.value,
-        redact=decision.redact,
-        ttl_seconds=decision.ttl_seconds,
-        untrusted=decision.untrusted,
-    )
-
-
 @workflow.defn(name="RememberWorkflow")
 class RememberWorkflow:
     @workflow.run
@@ -77,6 +79,11 @@ class RememberWorkflow:
         if not workflow.patched(GATE_PATCH):
             return await _local(COMMIT_MEMORY, candidate, result_type=RememberResult)
         policy = policy or DEFAULT_POLICY
+        if workflow.patched(ONE_STEP_PATCH):
+            done = await _local(REMEMBER_CANDIDATE, candidate, policy, result_type=Remembered)
+            if done.decision.decision is Decision.PENDING:
+                await self._start_confirmation_window(candidate, commit_input(candidate, done.decision), policy, done)
+            return done.result
         screened = await _local(SCREEN_CANDIDATE, candidate, policy, result_type=Screened)
         decision = decide(screened.gate_input(candidate), screened.lookup, policy)
         if decision.decision in (Decision.REJECT, Decision.NOOP):
@@ -87,15 +94,24 @@ class RememberWorkflow:
         commit = commit_input(candidate, decision)
         if decision.decision is Decision.PENDING:
             staged = await _local(STAGE_MEMORY, commit, result_type=RememberResult)
-            await workflow.start_child_workflow(
-                PendingWriteWorkflow.run,
-                PendingWrite(
-                    commit=commit,
-                    window_seconds=policy.confirmation_window_seconds,
-                    stage_reason=decision.reason.value,
-                ),
-                id=pending_workflow_id(candidate.memory_id),
-                parent_close_policy=ParentClosePolicy.ABANDON,
+            await self._start_confirmation_window(
+                candidate, commit, policy, Remembered(decision=decision, result=staged)
             )
             return staged.model_copy(update={"supersedes": decision.supersedes})
         return await _local(COMMIT_GATED, commit, result_type=RememberResult)
+
+    @staticmethod
+    async def _start_confirmation_window(
+        candidate: RememberInput, commit: CommitInput, policy: GatePolicy, staged: Remembered
+    ) -> None:
+        """Start the staged write's confirmation window: an abandoned child, so the proposer is answered now."""
+        await workflow.start_child_workflow(
+            PendingWriteWorkflow.run,
+            PendingWrite(
+                commit=commit,
+                window_seconds=policy.confirmation_window_seconds,
+                stage_reason=staged.decision.reason.value,
+            ),
+            id=pending_workflow_id(candidate.memory_id),
+            parent_close_policy=ParentClosePolicy.ABANDON,
+        )

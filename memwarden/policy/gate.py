@@ -5,6 +5,7 @@ the first step that decides, decides, and every decision carries a reason code:
 
 1. memory switched off for the owner                     -> REJECT memory_disabled
 2. source trust, the type a source may write, and the write reason that fits the source
+   a source_ref citing a quarantined source record       -> REJECT source_quarantined
    document                                              -> REJECT document_is_knowledge
    system without a source_ref                           -> REJECT system_without_source_ref
    tool or model text that reads like an instruction     -> REJECT untrusted_instruction
@@ -71,9 +72,11 @@ from memwarden.policy.importance import score_importance
 from memwarden.policy.retention import RetentionPolicy, effective_ttl_seconds
 from memwarden.records import (
     POLICY_VERSION,
+    CommitInput,
     Decision,
     MemoryType,
     RememberInput,
+    RememberResult,
     Scope,
     Screening,
     Sensitivity,
@@ -91,6 +94,7 @@ class GateReason(StrEnum):
     SLOT_VALUE_CHANGED = "slot_value_changed"
     DUPLICATE = "duplicate"
     MEMORY_DISABLED = "memory_disabled"
+    SOURCE_QUARANTINED = "source_quarantined"
     DOCUMENT_IS_KNOWLEDGE = "document_is_knowledge"
     SYSTEM_WITHOUT_SOURCE_REF = "system_without_source_ref"
     UNTRUSTED_INSTRUCTION = "untrusted_instruction"
@@ -242,6 +246,9 @@ class GateInput(BaseModel):
     screening: Screening = Field(default_factory=Screening)
     memory_enabled: bool = True
     """The owner's `memory_enabled` setting (off stops writes)."""
+    source_quarantined: bool = False
+    """The candidate's source_ref cites a source record that was forgotten as poisoned (Forget's `source`
+    selector quarantines it): nothing may be written from it again."""
     confirm_requested: bool = False
     """The proposer will ask the owner to confirm: required for model inferences, which then go PENDING."""
 
@@ -252,6 +259,7 @@ class GateInput(BaseModel):
         *,
         screening: Screening,
         memory_enabled: bool = True,
+        source_quarantined: bool = False,
         confirm_requested: bool | None = None,
     ) -> GateInput:
         return cls(
@@ -267,6 +275,7 @@ class GateInput(BaseModel):
             ttl_seconds=candidate.ttl_seconds,
             screening=screening,
             memory_enabled=memory_enabled,
+            source_quarantined=source_quarantined,
             confirm_requested=candidate.confirm_requested if confirm_requested is None else confirm_requested,
         )
 
@@ -310,10 +319,17 @@ class Screened(BaseModel):
 
     screening: Screening
     memory_enabled: bool = True
+    source_quarantined: bool = False
+    """Absent from histories recorded before the check existed: those runs were not quarantined."""
     lookup: Lookup = Field(default_factory=Lookup)
 
     def gate_input(self, candidate: RememberInput) -> GateInput:
-        return GateInput.from_remember(candidate, screening=self.screening, memory_enabled=self.memory_enabled)
+        return GateInput.from_remember(
+            candidate,
+            screening=self.screening,
+            memory_enabled=self.memory_enabled,
+            source_quarantined=self.source_quarantined,
+        )
 
 
 class GateDecision(BaseModel):
@@ -349,6 +365,32 @@ class GateDecision(BaseModel):
         return self.decision in (Decision.ADD, Decision.UPDATE, Decision.PENDING)
 
 
+def commit_input(candidate: RememberInput, decision: GateDecision) -> CommitInput:
+    """The gate's adjustments that a commit or stage applies (importance, redaction, lifetime, trust)."""
+    assert decision.importance is not None, "only a decision that writes has an importance"
+    return CommitInput(
+        candidate=candidate,
+        importance=decision.importance,
+        reason=decision.reason.value,
+        redact=decision.redact,
+        ttl_seconds=decision.ttl_seconds,
+        untrusted=decision.untrusted,
+    )
+
+
+class Remembered(BaseModel):
+    """What the one-step Remember activity hands the workflow: the gate's decision and what became of it.
+
+    Codes, ids and numbers only (safe for history). The workflow records both and, for a PENDING
+    decision, starts the confirmation window from `decision`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decision: GateDecision
+    result: RememberResult
+
+
 def _reject(
     reason: GateReason, step: int, inp: GateInput, policy: GatePolicy, importance: float | None = None
 ) -> GateDecision:
@@ -365,6 +407,8 @@ def _reject(
 def _source_trust(inp: GateInput, policy: GatePolicy) -> GateDecision | None:
     """Step 2: who says so, what they may write, and whether their reason fits."""
     source = inp.source_kind
+    if inp.source_quarantined:  # whoever proposes it: the record it cites was poisoned
+        return _reject(GateReason.SOURCE_QUARANTINED, 2, inp, policy)
     if source is SourceKind.DOCUMENT:
         return _reject(GateReason.DOCUMENT_IS_KNOWLEDGE, 2, inp, policy)
     if source is SourceKind.SYSTEM and not inp.has_source_ref:

@@ -19,6 +19,7 @@ import itertools
 import json
 import logging
 import threading
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -57,7 +58,14 @@ from memwarden.stores.audit import (
     chain_hash,
 )
 from memwarden.stores.audit_signing import Checkpoint, CheckpointSigner, CheckpointVerifier
-from memwarden.stores.sql_models import audit_checkpoints, audit_events, candidates, memories, owner_settings
+from memwarden.stores.sql_models import (
+    audit_checkpoints,
+    audit_events,
+    candidates,
+    memories,
+    owner_settings,
+    quarantined_sources,
+)
 
 _log = logging.getLogger("memwarden.audit")
 
@@ -129,6 +137,9 @@ class SqlStore:
         self._signer = audit_signer
         self._checkpoint_every = checkpoint_every
         self._pseudonyms = audit_pseudonyms
+        self._write_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -236,12 +247,29 @@ class SqlStore:
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncConnection]:
-        """One write transaction; on SQLite it holds the write lock from its first statement."""
-        async with self._engine.connect() as conn:
-            if self.dialect == "sqlite":
-                await conn.execution_options(**{_IMMEDIATE: True})
+        """One write transaction; on SQLite it holds the write lock from its first statement.
+
+        SQLite has one writer at a time. Writers of this process queue on an asyncio lock first, so the
+        next one starts the moment the last commits; left to SQLite's busy handler they would each sleep
+        in steps of up to 100 ms in a pool thread and, under load, wait out the busy timeout. Other
+        processes are still kept out by BEGIN IMMEDIATE and the busy timeout.
+        """
+        if self.dialect != "sqlite":
+            async with self._engine.connect() as conn, conn.begin():
+                yield conn
+            return
+        async with self._write_lock(), self._engine.connect() as conn:
+            await conn.execution_options(**{_IMMEDIATE: True})
             async with conn.begin():
                 yield conn
+
+    def _write_lock(self) -> asyncio.Lock:
+        """This event loop's SQLite writer lock (a store may outlive one loop, as in tests)."""
+        loop = asyncio.get_running_loop()
+        lock = self._write_locks.get(loop)
+        if lock is None:
+            lock = self._write_locks[loop] = asyncio.Lock()
+        return lock
 
     def transaction(self) -> Any:
         """One write transaction (SQLite: holding the write lock), for repositories built on this store."""
@@ -377,9 +405,7 @@ class SqlStore:
         m = memories.c
         try:
             async with self._write() as conn:
-                existing = await _select_memory(conn, record.tenant_id, record.id)
-                if existing is None and idempotency_key is not None:
-                    existing = await _select_by_key(conn, record.tenant_id, idempotency_key)
+                existing = await _select_by_id_or_key(conn, record.tenant_id, record.id, idempotency_key)
                 if existing is not None and existing.status is not Status.PENDING:
                     if drop_candidate is not None:
                         await conn.execute(sa.delete(candidates).where(candidates.c.ref == drop_candidate))
@@ -420,12 +446,13 @@ class SqlStore:
                     await conn.execute(
                         sa.update(memories).where(m.id == existing.id, m.version == existing.version).values(**values)
                     )
+                    stored = await _select_memory(conn, record.tenant_id, record.id)
                 else:
                     values = _record_to_row(live)
                     values["idempotency_key"] = idempotency_key
                     values["derived_from"] = list(derived_from) if derived_from is not None else None
-                    await conn.execute(sa.insert(memories).values(**values))
-                stored = await _select_memory(conn, record.tenant_id, record.id)
+                    row = (await conn.execute(sa.insert(memories).values(**values).returning(*memories.c))).mappings()
+                    stored = _row_to_record(row.one())
                 assert stored is not None
                 if audit is not None:
                     await self._append_audit(conn, audit(stored))
@@ -452,6 +479,65 @@ class SqlStore:
                 .values(status=Status.REJECTED.value, content=None, version=current.version + 1, updated_at=now)
             )
             return await _select_memory(conn, tenant_id, memory_id)
+
+    async def stage_pending(
+        self,
+        record: MemoryRecord,
+        *,
+        idempotency_key: str | None,
+        audit: Callable[[MemoryRecord], AuditEventIn],
+        drop_candidate: str,
+    ) -> MemoryRecord:
+        """Store a write awaiting confirmation as `pending`, its audit event, and drop the claim check: one
+        transaction. Idempotent: a row already stored under this id (or key) is kept as it is."""
+        assert record.status is Status.PENDING
+        values = _record_to_row(record)
+        values["idempotency_key"] = idempotency_key
+        values["derived_from"] = None
+        stmt = self._insert(memories).values(**values).on_conflict_do_nothing().returning(*memories.c)
+        async with self._write() as conn:
+            inserted = (await conn.execute(stmt)).mappings().first()
+            if inserted is not None:
+                stored = _row_to_record(inserted)
+            else:
+                found = await _select_by_id_or_key(conn, record.tenant_id, record.id, idempotency_key)
+                if found is None:
+                    raise ValueError(f"memory id {record.id} is taken in another tenant")
+                stored = found
+            await self._append_audit(conn, audit(stored))
+            await conn.execute(sa.delete(candidates).where(candidates.c.ref == drop_candidate))
+        return stored
+
+    async def record_decision(self, event: AuditEventIn, *, drop_candidate: str) -> None:
+        """A decision that stores nothing (REJECT, NOOP): its audit event and the claim check dropped, at once,
+        so the parked content never outlives the decision and the decision is never lost with it."""
+        async with self._write() as conn:
+            await self._append_audit(conn, event)
+            await conn.execute(sa.delete(candidates).where(candidates.c.ref == drop_candidate))
+
+    async def screen_inputs(
+        self, tenant_id: str, owner_id: str, ref: str, source: tuple[str, str] | None
+    ) -> tuple[bool, str | None, bool]:
+        """What screening reads before anything else, in one statement: (memory on for the owner, the parked
+        content or None, whether the cited source record `(system, key)` is quarantined)."""
+        s, c, q = owner_settings.c, candidates.c, quarantined_sources.c
+        quarantined: ColumnElement[bool] = sa.false()
+        if source is not None:
+            quarantined = sa.exists().where(q.tenant_id == tenant_id, q.system == source[0], q.key == source[1])
+        stmt = sa.select(
+            sa.select(s.memory_enabled).where(s.tenant_id == tenant_id, s.owner_id == owner_id).scalar_subquery(),
+            sa.select(c.content).where(c.ref == ref, c.expires_at > _utcnow()).scalar_subquery(),
+            quarantined,
+        )
+        async with self._read() as conn:
+            enabled, content, is_quarantined = (await conn.execute(stmt)).one()
+        return (True if enabled is None else bool(enabled)), content, bool(is_quarantined)
+
+    async def get_audit_event(self, event_id: str) -> AuditEvent | None:
+        """One event by its id (a retried activity reads back the decision it recorded)."""
+        async with self._read() as conn:
+            row = (await conn.execute(sa.select(audit_events).where(audit_events.c.id == event_id))).mappings().first()
+        return AuditEvent.model_validate(dict(row)) if row is not None else None
 
     async def get_memory(self, tenant_id: str, memory_id: str) -> MemoryRecord | None:
         """One memory of this tenant; another tenant's id is simply absent."""
@@ -706,9 +792,17 @@ class SqlStore:
         if self._pseudonyms is not None:
             event = self._pseudonyms.event(event)
         await self._lock_audit(conn)
-        if await conn.scalar(sa.select(a.seq).where(a.id == event.id)) is not None:
+        # One statement: is this id already in the chain, and what is the head's hash.
+        seen, prev = (
+            await conn.execute(
+                sa.select(
+                    sa.select(a.seq).where(a.id == event.id).scalar_subquery(),
+                    sa.select(a.hash).order_by(a.seq.desc()).limit(1).scalar_subquery(),
+                )
+            )
+        ).one()
+        if seen is not None:
             return
-        prev = await conn.scalar(sa.select(a.hash).order_by(a.seq.desc()).limit(1))
         prev_hash = prev or GENESIS_HASH
         head_hash = chain_hash(prev_hash, event)
         seq = await conn.scalar(
@@ -1094,6 +1188,18 @@ async def _select_memory(conn: AsyncConnection, tenant_id: str, memory_id: str) 
         (await conn.execute(sa.select(memories).where(m.tenant_id == tenant_id, m.id == memory_id))).mappings().first()
     )
     return _row_to_record(row) if row is not None else None
+
+
+async def _select_by_id_or_key(
+    conn: AsyncConnection, tenant_id: str, memory_id: str, key: str | None
+) -> MemoryRecord | None:
+    """The row with this id, else the one with this idempotency key: one statement for both lookups."""
+    m = memories.c
+    match = m.id == memory_id if key is None else sa.or_(m.id == memory_id, m.idempotency_key == key)
+    rows = (await conn.execute(sa.select(memories).where(m.tenant_id == tenant_id, match))).mappings().all()
+    by_id = [r for r in rows if r["id"] == memory_id]
+    chosen = by_id[0] if by_id else (rows[0] if rows else None)
+    return _row_to_record(chosen) if chosen is not None else None
 
 
 async def _select_by_key(conn: AsyncConnection, tenant_id: str, key: str) -> MemoryRecord | None:

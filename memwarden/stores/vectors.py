@@ -214,7 +214,7 @@ def open_index(settings: Settings) -> VectorIndex:
     if settings.vector_backend is VectorBackend.EDGE:
         from memwarden.stores.vectors_edge import EdgeIndex
 
-        return EdgeIndex(settings.edge_path)
+        return EdgeIndex(settings.edge_path, flush_delay=settings.edge_flush_delay_seconds)
 
     from qdrant_client import AsyncQdrantClient
 

@@ -41,7 +41,7 @@ from worker.devserver import DevServer, free_port
 from worker.runtime import build_worker, open_deps
 from worker.stack import run_api
 from worker.temporal_client import connect
-from workflows.names import COMMIT_GATED, SEARCH_MEMORIES
+from workflows.names import REMEMBER_CANDIDATE, SEARCH_MEMORIES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONTENT = "Quillon Vandermeer collects obsidian paperweights from Reykjavik markets"
@@ -171,7 +171,7 @@ async def test_spans_link_api_to_workflow_to_activity_and_carry_no_content(
     trace = [s for s in spans if s.context.trace_id == create.context.trace_id]
     # The SDK's tree: StartWorkflow (client) -> RunWorkflow, and -> StartActivity:X (from the workflow) -> RunActivity:X
     run_activities = [s for s in trace if s.name.startswith("RunActivity:")]
-    assert f"RunActivity:{COMMIT_GATED}" in {s.name for s in run_activities}
+    assert f"RunActivity:{REMEMBER_CANDIDATE}" in {s.name for s in run_activities}
     for run_activity in run_activities:
         activity_name = run_activity.name.split(":", 1)[1]
         chain = ancestors(run_activity, index)

@@ -25,6 +25,7 @@ from memwarden import telemetry
 from memwarden.forget import subject_key
 from memwarden.stores.audit import Pseudonymizer
 from tests.integration.api_stack import Api, assert_problem, embedded_api, remember
+from workflows.names import REMEMBER_CANDIDATE
 
 ORIGINAL = "Zephyrine Calloway keeps marmalade jars from Trondheim harbour"
 CORRECTED = "Zephyrine Calloway keeps quince preserves from Bergen harbour"
@@ -214,7 +215,7 @@ async def test_update_span_tree_and_audit_event_carry_no_content(
     assert set(attrs) <= telemetry.ALLOWED_ATTRIBUTES
     index = _trace(finished, update)
     names = {s.name for s in index.values()}
-    assert "RunWorkflow:RememberWorkflow" in names and "RunActivity:commit_gated" in names, names
+    assert "RunWorkflow:RememberWorkflow" in names and f"RunActivity:{REMEMBER_CANDIDATE}" in names, names
     for span in index.values():
         if span.name.startswith("RunActivity:"):
             assert _ancestors(span, index)[-2:] == ["StartWorkflow:RememberWorkflow", "update_memory"]

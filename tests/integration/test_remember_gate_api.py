@@ -17,6 +17,7 @@ from temporalio.client import Client
 
 from memwarden.client import MemwardenClient, MemwardenError
 from memwarden.records import Status
+from tests.forget_support import wait_verified
 from tests.integration.api_stack import Api, assert_problem
 from workflows.pending import pending_workflow_id
 
@@ -174,6 +175,34 @@ async def test_expiry_follows_the_types_policy_and_the_callers_ttl(api: Api, htt
         r = records[name]
         assert r is not None and r.expires_at is not None
         assert lo <= (r.expires_at - r.created_at).total_seconds() <= hi, name
+
+
+async def test_a_candidate_citing_a_quarantined_source_record_is_rejected(api: Api, http: httpx.AsyncClient) -> None:
+    """Forget's `source` selector quarantines the record: the gate refuses anything citing it again."""
+    t = tenant()
+    alice = api.auth(t, "alice")
+    poisoned = {"system": "crm", "key": "rec-poison"}
+    fact = {"type": "fact", "reason": "user_stated_fact"}
+    cited = await propose(http, alice, "Alice's plan is gold tier", source_ref=poisoned, **fact)
+    assert cited["decision"] == "ADD"
+    ops = api.auth(t, "ops-1", role="operator")
+    answer = await http.post(
+        "/v1/forget", json={"selector": {"kind": "source", **poisoned}, "reason": "poisoning"}, headers=ops
+    )
+    assert answer.status_code == 202, answer.text
+    await wait_verified(http, answer.json()["deletion_id"], ops)
+
+    again = await propose(http, alice, "Alice's plan is platinum tier", source_ref=poisoned | {"version": "v2"}, **fact)
+    assert (again["decision"], again["reason"], again["memory_id"]) == ("REJECT", "source_quarantined", None)
+    other = await propose(
+        http, alice, "Alice's plan is silver tier", source_ref={"system": "crm", "key": "rec-7"}, **fact
+    )
+    assert (other["decision"], other["reason"]) == ("ADD", "accepted")  # another record of the same system
+    plain = await propose(http, alice, "Alice's plan renews in March", **fact)
+    assert plain["decision"] == "ADD"
+    listed = {m["id"] for m in (await http.get("/v1/memories", headers=alice)).json()["items"]}
+    assert listed == {other["memory_id"], plain["memory_id"]}  # nothing stored for the rejected one
+    assert ("deny", "source_quarantined") in await audit_ops(api, t)
 
 
 # -- idempotency -------------------------------------------------------------------------------

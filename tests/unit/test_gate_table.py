@@ -108,7 +108,32 @@ ROWS: list[tuple[str, dict[str, Any], Lookup | None, GatePolicy | None, Decision
         G.MEMORY_DISABLED,
     ),
     ("disabled beats duplicate", {**USER_FACT, "memory_enabled": False}, DUP, None, D.REJECT, G.MEMORY_DISABLED),
-    # 2. source trust.
+    (
+        "disabled beats quarantined source",
+        {**SYSTEM_FACT, "memory_enabled": False, "source_quarantined": True},
+        None,
+        None,
+        D.REJECT,
+        G.MEMORY_DISABLED,
+    ),
+    # 2. source trust. A source record forgotten as poisoned: nothing cites it again, whoever proposes.
+    ("quarantined source", {**SYSTEM_FACT, "source_quarantined": True}, None, None, D.REJECT, G.SOURCE_QUARANTINED),
+    (
+        "quarantined source, user",
+        {**USER_FACT, "has_source_ref": True, "source_quarantined": True},
+        None,
+        None,
+        D.REJECT,
+        G.SOURCE_QUARANTINED,
+    ),
+    (
+        "quarantined beats secret and duplicate",
+        {**SYSTEM_FACT, "source_quarantined": True, "screening": SECRET},
+        DUP,
+        None,
+        D.REJECT,
+        G.SOURCE_QUARANTINED,
+    ),
     ("document", DOCUMENT_FACT, None, None, D.REJECT, G.DOCUMENT_IS_KNOWLEDGE),
     ("document beats secret", {**DOCUMENT_FACT, "screening": SECRET}, None, None, D.REJECT, G.DOCUMENT_IS_KNOWLEDGE),
     ("document preference", {**DOCUMENT_FACT, "type": T.PREFERENCE}, None, None, D.REJECT, G.DOCUMENT_IS_KNOWLEDGE),

@@ -36,7 +36,7 @@ from temporalio.client import Client, WorkflowFailureError
 
 from activities.deps import Deps
 from memwarden.config import Settings
-from memwarden.forget import MemorySelector, selector_key, subject_key
+from memwarden.forget import MemorySelector, SourceSelector, selector_key, subject_key
 from memwarden.identity import Principal, Role, read_filter
 from memwarden.policy.gate import GatePolicy
 from memwarden.records import (
@@ -81,7 +81,7 @@ from workflows import (
     SummarizeWorkflow,
 )
 from workflows.pending import pending_workflow_id
-from workflows.remember import GATE_PATCH
+from workflows.remember import GATE_PATCH, ONE_STEP_PATCH
 from workflows.retrieve import READ_REVALIDATION_PATCH
 from workflows.revalidate import (
     SOURCE_EVENT_SIGNAL,
@@ -94,7 +94,8 @@ from workflows.revalidate import (
 HISTORIES_DIR = Path(__file__).resolve().parent / "histories"
 LEGACY_DIR = HISTORIES_DIR / "legacy"
 """Histories recorded by earlier versions of a workflow, never re-recorded: production may still hold
-runs like them, so today's code must replay them too (RememberWorkflow before the write gate)."""
+runs like them, so today's code must replay them too (RememberWorkflow before the write gate, and
+`RememberWorkflow-v1_*`: the two-step gate, before "remember-one-step")."""
 
 _KEY_SEED = b"memwarden: public codec key for recorded test histories"
 TEST_CODEC_KEY = base64.b64encode(hashlib.sha256(_KEY_SEED).digest()).decode()
@@ -212,7 +213,7 @@ LOCAL_ACTIVITY_MARKER_KEYS = frozenset(
 _MARKER_METADATA_PATH = re.compile(r"/markerRecordedEventAttributes/details/data/payloads\[\d+\]$")
 _PATCH_MARKER_PATH = re.compile(r"/markerRecordedEventAttributes/details/patch-data/payloads\[\d+\]$")
 _CHANGE_VERSION_PATH = re.compile(r"/searchAttributes/indexedFields/TemporalChangeVersion$")
-KNOWN_PATCHES = frozenset({GATE_PATCH, READ_REVALIDATION_PATCH})
+KNOWN_PATCHES = frozenset({GATE_PATCH, ONE_STEP_PATCH, READ_REVALIDATION_PATCH})
 """`workflow.patched` writes, unencoded, a marker `{"id": <patch>, "deprecated": bool}` and a search
 attribute listing the patch names: tolerated only for the patch names our workflows define."""
 
@@ -278,6 +279,7 @@ SYNTHETIC = {
     "rv_event_new": "synthetic fact: user-r's studio pass is valid until july",
     "rv_task": "synthetic task: user-r's clay order is being packed",
     "rv_read": "synthetic fact: user-r's pottery wheel booking is on thursday",
+    "poisoned": "synthetic fact: user-a's plan is the gold tier, says the crm record",
 }
 
 POLICY = GatePolicy()
@@ -337,6 +339,31 @@ def _settle(name: str, action: SettleAction | None) -> Callable[..., Any]:
         return await handle.result()
 
     return run
+
+
+async def _remember_quarantined(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    """A source record forgotten as poisoned (the API's tombstone step quarantines it), then a candidate
+    citing it: REJECT source_quarantined, on record with nothing looked up."""
+    selector = SourceSelector(system="crm", key="rec-poisoned")
+    body = selector.model_dump(mode="json")
+    await ForgetStore(deps.store).begin(
+        tenant_id=TENANT,
+        requester="ops-1",
+        selector=selector,
+        redacted_selector=body,
+        selector_key=selector_key(TENANT, body),
+        reason="poisoning",
+        subject_hash=None,
+        now=datetime.now(UTC),
+    )
+    content = SYNTHETIC["poisoned"]
+    request = remember_input(
+        _mid("poisoned"), content, tenant=TENANT, owner=ALICE.sub, actor=ALICE.actor, type=MemoryType.FACT
+    ).model_copy(update={"source_ref": SourceRef(system="crm", key="rec-poisoned"), "reason": "user_stated_fact"})
+    result = await run_remember(client, deps.store, tq, request, content, workflow_id=wid)
+    if (result.decision, result.reason) != (Decision.REJECT, "source_quarantined"):
+        raise RuntimeError(f"recording expected REJECT source_quarantined, got {result.decision}/{result.reason}")
+    return result
 
 
 async def _retrieve_user(client: Client, deps: Deps, tq: str, wid: str) -> object:
@@ -576,6 +603,7 @@ CASES: tuple[Case, ...] = (
     ),
     Case("RememberWorkflow", "noop_duplicate", _remember("pref_dup", text="pref", expect=Decision.NOOP)),
     Case("RememberWorkflow", "rejected_secret", _remember("secret", expect=Decision.REJECT, type=MemoryType.FACT)),
+    Case("RememberWorkflow", "rejected_quarantined", _remember_quarantined),
     Case("RememberWorkflow", "staged", _remember("staged_ok", expect=Decision.PENDING, **_DIRECTIVE)),
     Case("PendingWriteWorkflow", "confirmed", _settle("staged_ok", SettleAction.CONFIRM), recorded_id="staged_ok"),
     Case("RememberWorkflow", "staged_declined", _remember("staged_no", expect=Decision.PENDING, **_DIRECTIVE)),

@@ -1,8 +1,8 @@
 """RememberWorkflow's orchestration on the time-skipping test server, activities stood in by name.
 
-The commit step is retried with backoff while a store is down; time skipping makes minutes of
-backoff instant, and the stand-in counts attempts so the test proves the retry, not just a result.
-The screening step is stood in too (a clean screening, nothing near): these tests are about the retry.
+The one gate step (`remember_candidate`: screen, decide, commit) is retried with backoff while a store
+is down; time skipping makes minutes of backoff instant, and the stand-in counts attempts so the test
+proves the retry, not just a result. These tests are about the retry, so the stand-in decides ADD.
 """
 
 from __future__ import annotations
@@ -19,21 +19,19 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from memwarden.policy.gate import GatePolicy, Screened
+from memwarden.policy.gate import GateDecision, GatePolicy, GateReason, Remembered
 from memwarden.records import (
-    CommitInput,
     Decision,
     MemoryType,
     Provenance,
     RememberInput,
     RememberResult,
     Scope,
-    Screening,
     Sensitivity,
     SourceKind,
 )
 from worker.sandbox import SANDBOX
-from workflows.names import COMMIT_GATED, SCREEN_CANDIDATE
+from workflows.names import REMEMBER_CANDIDATE
 from workflows.remember import COMMIT_MAX_ATTEMPTS, RememberWorkflow
 
 
@@ -73,9 +71,11 @@ def candidate() -> RememberInput:
     )
 
 
-@activity.defn(name=SCREEN_CANDIDATE)
-async def clean_screening(c: RememberInput, policy: GatePolicy) -> Screened:
-    return Screened(screening=Screening(), memory_enabled=True)
+def added(c: RememberInput) -> Remembered:
+    decision = GateDecision(decision=Decision.ADD, reason=GateReason.ACCEPTED, step=8, importance=c.importance)
+    return Remembered(
+        decision=decision, result=RememberResult(decision=Decision.ADD, reason="accepted", memory_id=c.memory_id)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -90,19 +90,19 @@ async def env() -> WorkflowEnvironment:
 async def test_commit_is_retried_with_backoff_until_the_store_answers(env: WorkflowEnvironment) -> None:
     attempts: list[int] = []
 
-    @activity.defn(name=COMMIT_GATED)
-    async def flaky_commit(ci: CommitInput) -> RememberResult:
+    @activity.defn(name=REMEMBER_CANDIDATE)
+    async def flaky_commit(c: RememberInput, policy: GatePolicy) -> Remembered:
         attempts.append(activity.info().attempt)
         if len(attempts) < 4:
             raise RuntimeError("store unavailable")
-        return RememberResult(decision=Decision.ADD, reason=ci.reason, memory_id=ci.candidate.memory_id)
+        return added(c)
 
     c = candidate()
     async with Worker(
         env.client,
         task_queue="tq-retry",
         workflows=[RememberWorkflow],
-        activities=[clean_screening, flaky_commit],
+        activities=[flaky_commit],
         workflow_runner=SANDBOX,
     ):
         result = await env.client.execute_workflow(
@@ -115,8 +115,8 @@ async def test_commit_is_retried_with_backoff_until_the_store_answers(env: Workf
 async def test_commit_gives_up_after_its_bounded_attempts(env: WorkflowEnvironment) -> None:
     calls = 0
 
-    @activity.defn(name=COMMIT_GATED)
-    async def always_down(ci: CommitInput) -> RememberResult:
+    @activity.defn(name=REMEMBER_CANDIDATE)
+    async def always_down(c: RememberInput, policy: GatePolicy) -> Remembered:
         nonlocal calls
         calls += 1
         raise RuntimeError("store unavailable")
@@ -126,7 +126,7 @@ async def test_commit_gives_up_after_its_bounded_attempts(env: WorkflowEnvironme
         env.client,
         task_queue="tq-down",
         workflows=[RememberWorkflow],
-        activities=[clean_screening, always_down],
+        activities=[always_down],
         workflow_runner=SANDBOX,
     ):
         with pytest.raises(WorkflowFailureError):

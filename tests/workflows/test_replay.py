@@ -107,6 +107,17 @@ REMEMBER_HISTORY = LEGACY_DIR / "RememberWorkflow-user_preference.json"
 def test_legacy_remember_histories_are_kept() -> None:
     """Runs from before the write gate replay down the unpatched branch; deleting them would hide a break."""
     assert {p.stem for p in LEGACY_FILES} >= {"RememberWorkflow-user_preference", "RememberWorkflow-agent_private"}
+    two_step = {f"RememberWorkflow-v1_{case}" for case in ("gated_add", "gated_update", "noop_duplicate", "staged")}
+    assert {p.stem for p in LEGACY_FILES} >= two_step | {"RememberWorkflow-v1_rejected_secret"}
+
+
+def test_current_remember_histories_take_one_local_activity() -> None:
+    """Today's cases were recorded on the one-step path: one local-activity marker before the result."""
+    for path in CURRENT_FILES:
+        if path.stem.startswith("RememberWorkflow-"):
+            markers = [e for e in load(path).events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
+            names = [m.marker_recorded_event_attributes.marker_name for m in markers]
+            assert names.count("core_local_activity") == 1, (path.name, names)
 
 
 @workflow.defn(name="RememberWorkflow")
