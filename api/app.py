@@ -11,7 +11,7 @@ from temporalio.client import Client
 from api import problems
 from api.limits import BodyLimitMiddleware
 from api.me import routes as me_routes
-from api.routes import audit, codec, correct, events, export, forget, health, memories, search
+from api.routes import audit, codec, correct, events, export, forget, health, memories, retention, search
 from api.routes import settings as settings_routes
 from api.state import ApiState
 from api.telemetry import metrics_router
@@ -52,6 +52,7 @@ def create_app(settings: Settings, *, temporal: Client | None = None, store: Sql
     app.include_router(health.router)
     app.include_router(memories.router)
     app.include_router(correct.router)
+    app.include_router(retention.router)
     app.include_router(search.router)
     app.include_router(settings_routes.router)
     app.include_router(audit.router)

@@ -54,8 +54,10 @@ from memwarden.stores.audit import (
     AuditEvent,
     AuditEventIn,
     AuditVerification,
+    Operation,
     Pseudonymizer,
     chain_hash,
+    namespace_label,
 )
 from memwarden.stores.audit_signing import Checkpoint, CheckpointSigner, CheckpointVerifier
 from memwarden.stores.sql_models import (
@@ -734,6 +736,49 @@ class SqlStore:
                 raise ConcurrencyConflict(memory_id, current.version, None)
             return await _select_memory(conn, tenant_id, memory_id)
 
+    async def set_retention_class(
+        self, tenant_id: str, memory_id: str, retention_class: str, *, now: datetime, actor: str, reason: str
+    ) -> tuple[str, MemoryRecord] | None:
+        """Assign a memory's retention class (a legal hold, an age limit) and record it in the audit chain.
+
+        Why one transaction: the class decides whether the expiry sweep may take the memory, so the
+        change and its audit event land together or not at all. Returns the previous class and the
+        updated record; None when the memory is absent. The caller checks the status first; a row
+        whose content is gone (expired, tombstoned, purged) is returned unchanged.
+        """
+        m = memories.c
+        async with self._write() as conn:
+            current = await _select_memory(conn, tenant_id, memory_id)
+            if current is None:
+                return None
+            if current.status in _CONTENT_GONE or current.retention_class == retention_class:
+                return current.retention_class, current
+            result = await conn.execute(
+                sa.update(memories)
+                .where(m.tenant_id == tenant_id, m.id == memory_id, m.version == current.version)
+                .values(retention_class=retention_class, version=current.version + 1, updated_at=now)
+            )
+            if result.rowcount != 1:
+                raise ConcurrencyConflict(memory_id, current.version, None)
+            await self._append_audit(
+                conn,
+                AuditEventIn(
+                    at=now,
+                    tenant_id=tenant_id,
+                    actor=actor,
+                    operation=Operation.UPDATE,
+                    memory_id=memory_id,
+                    namespace=namespace_label(current.scope, current.owner_id, current.agent_id, current.store),
+                    reason=reason,
+                    details={"retention_class_from": current.retention_class, "retention_class_to": retention_class},
+                    hash_before=current.content_hash,
+                    hash_after=current.content_hash,
+                ),
+            )
+            updated = await _select_memory(conn, tenant_id, memory_id)
+            assert updated is not None
+            return current.retention_class, updated
+
     async def touch_last_used(self, tenant_id: str, ids: Sequence[str], at: datetime) -> None:
         """Record that these memories were just returned (recency ranking and retention use it)."""
         if not ids:
@@ -1224,6 +1269,7 @@ def _record_to_row(record: MemoryRecord) -> dict[str, Any]:
 
 
 _LIVE = frozenset({Status.ACTIVE, Status.STALE})
+_CONTENT_GONE = frozenset({Status.EXPIRED, Status.TOMBSTONED, Status.PURGED})
 
 
 def slot_key(scope: str, agent_id: str | None, store: str | None, slot: str) -> str:
