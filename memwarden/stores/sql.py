@@ -288,6 +288,14 @@ class SqlStore:
             async with conn.begin():
                 yield conn
 
+    def _write_lock(self) -> asyncio.Lock:
+        """This event loop's SQLite writer lock (a store may outlive one loop, as in tests)."""
+        loop = asyncio.get_running_loop()
+        lock = self._write_locks.get(loop)
+        if lock is None:
+            lock = self._write_locks[loop] = asyncio.Lock()
+        return lock
+
     def transaction(self) -> Any:
         """One write transaction (SQLite: holding the write lock), for repositories built on this store."""
         return self._write()
