@@ -32,12 +32,13 @@ from memwarden.stores.vectors import index_point
 from workflows.names import COMMIT_MEMORY, INDEX_HEALTH, SEARCH_MEMORIES
 
 CANDIDATE_FACTOR = 4
-MIN_CANDIDATES = 50
-"""Each retriever offers max(4k, 50) candidates: fusion needs depth (the best BM25 hit sets the scale)."""
+MIN_CANDIDATES = 100
+"""Each retriever offers max(4k, 100) candidates (`MEMWARDEN_SEARCH_CANDIDATES`): fusion needs depth
+(the best BM25 hit sets the scale), and conversation context needs a turn's neighbours among them."""
 
 
-def candidate_depth(k: int) -> int:
-    return max(k * CANDIDATE_FACTOR, MIN_CANDIDATES)
+def candidate_depth(k: int, minimum: int = MIN_CANDIDATES) -> int:
+    return max(k * CANDIDATE_FACTOR, minimum)
 
 
 class CandidateGone(Exception):
@@ -126,18 +127,25 @@ class MemoryActivities:
             raise ValueError("k must be >= 1")
         now = datetime.now(UTC)
         query = request.query
-        if request.query_ref is not None:
-            parked = await self.deps.store.get_candidate(request.query_ref)
-            if parked is None:
-                raise CandidateGone(request.query_ref)
-            query = parked
-        [dense] = await self._embed([query or ""])
+        ready = None
+        if request.query_ref is not None and self.deps.prepared is not None:
+            # The API of this process has been embedding the query since the request arrived.
+            ready = await self.deps.prepared.take(request.query_ref)
+        if ready is not None:
+            query, dense = ready
+        else:
+            if request.query_ref is not None:
+                parked = await self.deps.store.get_candidate(request.query_ref)
+                if parked is None:
+                    raise CandidateGone(request.query_ref)
+                query = parked
+            [dense] = await self._embed([query or ""])
         found = await self.deps.index.hybrid(
             dense=dense,
             text=query,
             read_filter=request.read_filter,
             now_ts=now.timestamp(),
-            limit=candidate_depth(request.k),
+            limit=candidate_depth(request.k, self.deps.settings.search_candidates),
         )
         relevances = ranking.merge(
             [(h.memory_id, h.score) for h in found.dense], [(h.memory_id, h.score) for h in found.sparse]
@@ -149,6 +157,8 @@ class MemoryActivities:
                 created_at=meta[rel.memory_id].created_at,
                 importance=meta[rel.memory_id].importance,
                 last_confirmed_at=meta[rel.memory_id].last_confirmed_at,
+                session=ranking.session_key(meta[rel.memory_id].owner_id, meta[rel.memory_id].session),
+                turn=ranking.turn_position(meta[rel.memory_id].turn),
             )
             for rel in relevances
             if rel.memory_id in meta

@@ -17,12 +17,20 @@ from api.state import ApiState
 from api.telemetry import metrics_router
 from api.usage import LastUsedRecorder
 from memwarden.config import Settings
+from memwarden.prepared import PreparedQueries
 from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import SqlStore, open_store
 
 
-def create_app(settings: Settings, *, temporal: Client | None = None, store: SqlStore | None = None) -> FastAPI:
-    """Build the app; pass `temporal` to share a client with an in-process worker (eager start)."""
+def create_app(
+    settings: Settings,
+    *,
+    temporal: Client | None = None,
+    store: SqlStore | None = None,
+    prepared: PreparedQueries | None = None,
+) -> FastAPI:
+    """Build the app; pass `temporal` to share a client with an in-process worker (eager start),
+    and that worker's `prepared` queries so searches start embedding before the workflow starts."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -33,7 +41,9 @@ def create_app(settings: Settings, *, temporal: Client | None = None, store: Sql
         client = temporal or await connect(settings)
         usage = LastUsedRecorder(sql)
         sources = SourceRegistry.from_file(settings.sources_path)  # configs only: the API never fetches
-        app.state.mw = ApiState(settings=settings, store=sql, temporal=client, usage=usage, sources=sources)
+        app.state.mw = ApiState(
+            settings=settings, store=sql, temporal=client, usage=usage, sources=sources, prepared=prepared
+        )
         try:
             yield
         finally:

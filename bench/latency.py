@@ -1,6 +1,7 @@
 """Search latency through the API beside the Temporal floor, measured in the same run, at 10k and 100k memories.
 
     nice -n 10 .venv/bin/python -m bench.latency [--sizes 10000 100000] [--queries 300] [--per-owner 1000]
+        [--profile FILE]   # also: pyinstrument over API searches at the largest size (pip install '.[bench]')
 
 One embedded stack in this process (Temporal dev server, worker, API under uvicorn; the API's
 client shares the worker's process, so workflows start eagerly, as under `memwarden up`).
@@ -163,6 +164,25 @@ async def measure(stack: Stack, owners: int, queries: list[str], seed: int) -> d
     }
 
 
+async def profile(stack: Stack, owners: int, queries: list[str], out: Path) -> None:
+    """pyinstrument over searches through the API (the event loop's thread: API, worker and activity
+    all run on it; work in threads shows as the awaits that wait for it). Not part of the figures."""
+    from pyinstrument import Profiler
+
+    rng = random.Random(0)
+    profiler = Profiler(interval=0.0005, async_mode="disabled")
+    profiler.start()
+    for q in queries:
+        o = rng.randrange(owners)
+        token = stack.token(tenant=TENANT, sub=f"svc-{o}", role="agent", agent="bench", on_behalf_of=owner(o))
+        headers = {"Authorization": f"Bearer {token}"}
+        answer = await stack.http.post("/v1/search", json={"query": q, "k": 5}, headers=headers)
+        answer.raise_for_status()
+    profiler.stop()
+    await asyncio.to_thread(out.write_text, profiler.output_text(unicode=False, show_all=False))
+    print(f"profile of {len(queries)} searches written to {out}", flush=True)
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(7)
     pool = list(dict.fromkeys(sentence(rng) for _ in range(POOL * 3)))[:POOL]
@@ -180,6 +200,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 owners = max(1, size // args.per_owner)
                 results[str(size)] = await measure(stack, owners, queries, seed=size)
                 print(json.dumps({size: results[str(size)]}), flush=True)
+            if args.profile is not None:
+                await profile(stack, max(1, loaded // args.per_owner), queries, args.profile)
     return {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()} cpus={len(os.sched_getaffinity(0))} python={platform.python_version()}",
@@ -195,6 +217,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--per-owner", type=int, default=1000)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--profile", type=Path, default=None, help="write a pyinstrument profile here")
     args = parser.parse_args()
     result = asyncio.run(main_async(args))
     text = json.dumps(result, indent=2)

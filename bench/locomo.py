@@ -15,8 +15,9 @@ What it does (../shared/bench/README.md describes the data and the measure):
    for k = 1, 5, 10, overall and per category, with search latency p50/p95.
 4. Beside it, on the same points of the same index: Qdrant's BM25 alone, the dense MiniLM retriever
    alone and Qdrant's equal-weight RRF (the foundation's search), each inside the same owner filter;
-   and a small sweep of the fusion weights through `memwarden.policy.ranking` (how the defaults
-   were chosen; tuned on this very data, so read it as an upper bound, not a held-out figure).
+   and variants of `memwarden.policy.ranking` on the same candidates (ablations of the
+   conversation context). Every row is also reported on two splits: conversations 0-4, on which
+   the ranking's defaults were chosen, and 5-9, held out from that choice.
 
 The data file is read from ../shared/bench/ and never copied into the project.
 """
@@ -106,17 +107,27 @@ def recall(ranked: list[str], evidence: set[str], k: int) -> float:
     return len(evidence & set(ranked[:k])) / len(evidence) if evidence else 0.0
 
 
+TUNE_CONVERSATIONS = frozenset(range(5))
+"""Conversations 0-4: where the ranking's conversation-context weights were chosen (README)."""
+
+
 class Scores:
-    """recall@k per ranker, overall and per category."""
+    """recall@k per ranker, overall and per category, and on the tuning / held-out split."""
 
     def __init__(self) -> None:
         self.values: dict[str, dict[int, dict[int, list[float]]]] = defaultdict(
             lambda: defaultdict(lambda: defaultdict(list))
         )
+        self.by_split: dict[str, dict[str, dict[int, list[float]]]] = defaultdict(
+            lambda: defaultdict(lambda: defaultdict(list))
+        )
 
-    def add(self, ranker: str, category: int, ranked: list[str], evidence: set[str]) -> None:
+    def add(self, ranker: str, category: int, ranked: list[str], evidence: set[str], conv: int = 0) -> None:
+        split = "tuned on (conv 0-4)" if conv in TUNE_CONVERSATIONS else "held out (conv 5-9)"
         for k in KS:
-            self.values[ranker][category][k].append(recall(ranked, evidence, k))
+            value = recall(ranked, evidence, k)
+            self.values[ranker][category][k].append(value)
+            self.by_split[ranker][split][k].append(value)
 
     def table(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -126,7 +137,11 @@ class Scores:
                 CATEGORY_NAMES[c]: {"n": len(by_cat[c][1]), **{f"R@{k}": _mean(by_cat[c][k]) for k in KS}}
                 for c in sorted(by_cat)
             }
-            out[ranker] = {"overall": overall, "per_category": per}
+            splits = {
+                name: {"n": len(vals[1]), **{f"R@{k}": _mean(vals[k]) for k in KS}}
+                for name, vals in sorted(self.by_split[ranker].items())
+            }
+            out[ranker] = {"overall": overall, "per_category": per, "splits": splits}
         return out
 
 
@@ -189,21 +204,27 @@ async def load_turns(stack: Stack, corpus: Corpus, tenant: str) -> tuple[dict[tu
 
 
 SWEEP = (
-    ranking.RankingParams(dense_weight=0.3, sparse_weight=0.7),
-    ranking.RankingParams(dense_weight=0.4, sparse_weight=0.6),
-    ranking.RankingParams(dense_weight=0.5, sparse_weight=0.5),
-    ranking.RankingParams(dense_weight=0.6, sparse_weight=0.4),
-    ranking.RankingParams(dense_weight=0.4, sparse_weight=0.6, min_cosine=-1.0, min_bm25=0.0),
+    ("no conversation context (the ranking before)", ranking.RankingParams(neighbour_weight=0.0, session_weight=0.0)),
+    ("neighbouring turns only", ranking.RankingParams(session_weight=0.0)),
+    ("session only", ranking.RankingParams(neighbour_weight=0.0)),
+    ("context, neighbours not weighted by direction", ranking.RankingParams(previous_turn_factor=1.0)),
+    ("context, dense 0.5 / BM25 0.5", ranking.RankingParams(dense_weight=0.5, sparse_weight=0.5)),
+    ("context, no relevance floor", ranking.RankingParams(min_cosine=-1.0, min_bm25=0.0)),
 )
+"""Variants of the ranking on the same candidates; the defaults (the API's row) were chosen on
+conversations 0-4 only, so the held-out split (5-9) is what to quote for them."""
 
 
-def sweep_name(p: ranking.RankingParams) -> str:
-    floor = "no floor" if p.min_cosine <= -1 else f"floor cos>={p.min_cosine} or bm25>={p.min_bm25}"
-    return f"fused d={p.dense_weight} s={p.sparse_weight}, {floor}"
+DEPTH = 100
+"""Candidates per retriever for the rows beside the API's: what the API's search uses (k=10)."""
 
 
 async def evaluate(stack: Stack, corpus: Corpus, tenant: str, mapping: dict[tuple[int, str], str]) -> dict[str, Any]:
     scores = Scores()
+    # The provenance each memory was written with (what the store hands ranking): session and turn.
+    context = {
+        mapping[(t.conv, t.dia_id)]: (t.session, t.dia_id) for t in corpus.turns if (t.conv, t.dia_id) in mapping
+    }
     latencies: list[float] = []
     index = stack.deps.index
     embedder = stack.deps.embedder
@@ -224,33 +245,46 @@ async def evaluate(stack: Stack, corpus: Corpus, tenant: str, mapping: dict[tupl
         )
         latencies.append(time.perf_counter() - start)
         answer.raise_for_status()
-        scores.add("memwarden /v1/search", q.category, [r["memory_id"] for r in answer.json()["results"]], evidence)
+        scores.add(
+            "memwarden /v1/search", q.category, [r["memory_id"] for r in answer.json()["results"]], evidence, q.conv
+        )
 
         principal = Principal(
             tenant=tenant, sub=f"svc-{q.conv}", role=Role.AGENT, agent="locomo-agent", on_behalf_of=owner_of(q.conv)
         )
         rf = read_filter(principal)
         ts = time.time()
-        both = await index.hybrid(dense=dense_vectors[i], text=q.text, read_filter=rf, now_ts=ts, limit=50)
-        scores.add("BM25 (Qdrant, same index)", q.category, [h.memory_id for h in both.sparse], evidence)
-        scores.add("dense MiniLM alone", q.category, [h.memory_id for h in both.dense], evidence)
+        both = await index.hybrid(dense=dense_vectors[i], text=q.text, read_filter=rf, now_ts=ts, limit=DEPTH)
+        scores.add("BM25 (Qdrant, same index)", q.category, [h.memory_id for h in both.sparse], evidence, q.conv)
+        scores.add("dense MiniLM alone", q.category, [h.memory_id for h in both.dense], evidence, q.conv)
         rrf = await index.search(dense=dense_vectors[i], text=q.text, read_filter=rf, now_ts=ts, limit=10)
-        scores.add("equal-weight RRF (Qdrant)", q.category, [h.memory_id for h in rrf], evidence)
+        scores.add("equal-weight RRF (Qdrant)", q.category, [h.memory_id for h in rrf], evidence, q.conv)
         relevances = ranking.merge(
             [(h.memory_id, h.score) for h in both.dense], [(h.memory_id, h.score) for h in both.sparse]
         )
-        candidates = [ranking.Candidate(relevance=r, created_at=now, importance=0.8) for r in relevances]
-        for params in SWEEP:
+        candidates = [
+            ranking.Candidate(
+                relevance=r,
+                created_at=now,
+                importance=0.8,
+                session=ranking.session_key(owner_of(q.conv), context.get(r.memory_id, (None, None))[0]),
+                turn=ranking.turn_position(context.get(r.memory_id, (None, None))[1]),
+            )
+            for r in relevances
+        ]
+        for name, params in SWEEP:
             ranked = ranking.rank(candidates, now, 10, params)
-            scores.add(sweep_name(params), q.category, [r.memory_id for r in ranked], evidence)
+            scores.add(name, q.category, [r.memory_id for r in ranked], evidence, q.conv)
         if (i + 1) % 250 == 0:
             print(f"  asked {i + 1}/{len(corpus.questions)}", flush=True)
     table = scores.table()
-    api_r5 = table["memwarden /v1/search"]["overall"]["R@5"]
-    bm25_r5 = table["BM25 (Qdrant, same index)"]["overall"]["R@5"]
+    api, bm25 = table["memwarden /v1/search"], table["BM25 (Qdrant, same index)"]
+    ratios = {"all": round(api["overall"]["R@5"] / bm25["overall"]["R@5"], 3)}
+    for split, row in api["splits"].items():
+        ratios[split] = round(row["R@5"] / bm25["splits"][split]["R@5"], 3)
     return {
         "recall": table,
-        "ratio_R@5_vs_BM25": round(api_r5 / bm25_r5, 3) if bm25_r5 else None,
+        "ratio_R@5_vs_BM25": ratios,
         "search_latency_ms": summary_ms(latencies),
     }
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import statistics
 import time
@@ -33,6 +34,9 @@ from worker.runtime import build_worker, open_deps
 from worker.sandbox import SANDBOX
 from worker.stack import run_api
 from worker.temporal_client import connect
+
+FLOOR_SANDBOX = dataclasses.replace(SANDBOX, restrictions=SANDBOX.restrictions.with_passthrough_modules("bench.floor"))
+"""The production sandbox (memwarden, workflows and pydantic passed through) plus the floor's module."""
 
 
 def floor_queue(settings: Settings) -> str:
@@ -82,16 +86,18 @@ async def running_stack(data_dir: Path) -> AsyncIterator[Stack]:
         client = await connect(settings)
         async with open_deps(settings) as deps:
             worker = build_worker(client, deps)  # exactly the production worker
-            # The floor on a worker of its own (same client, same process, so eager start applies too).
+            # The floor on a worker of its own (same client, same process, so eager start applies too),
+            # in the production sandbox with its module passed through as `workflows` is: otherwise
+            # the sandbox re-imports bench.floor for every run, a cost RetrieveWorkflow never pays.
             floor_worker = Worker(
                 client,
                 task_queue=floor_queue(settings),
                 workflows=[FloorWorkflow],
                 activities=[noop],
-                workflow_runner=SANDBOX,
+                workflow_runner=FLOOR_SANDBOX,
                 max_concurrent_local_activities=32,
             )
-            app = create_app(settings, temporal=client, store=deps.store)
+            app = create_app(settings, temporal=client, store=deps.store, prepared=deps.prepared)
             async with worker, floor_worker:
                 servers: list[uvicorn.Server] = []
                 serving = asyncio.create_task(run_api(settings, servers, app))

@@ -219,6 +219,33 @@ class Settings(BaseSettings):
         le=1.0,
         description="Search: the largest share of a score that low importance can take away.",
     )
+    rank_neighbour_weight: float = Field(
+        default=DEFAULT_RANKING.neighbour_weight,
+        ge=0.0,
+        description="Search: share of each relevant neighbouring turn's score (same session) a memory gains; 0 is off.",
+    )
+    rank_neighbour_window: int = Field(
+        default=DEFAULT_RANKING.neighbour_window,
+        ge=0,
+        le=10,
+        description="Search: how many turns either side count as neighbours (provenance session and turn).",
+    )
+    rank_previous_turn_factor: float = Field(
+        default=DEFAULT_RANKING.previous_turn_factor,
+        ge=0.0,
+        description="Search: how much more an earlier neighbouring turn counts than a later one.",
+    )
+    rank_session_weight: float = Field(
+        default=DEFAULT_RANKING.session_weight,
+        ge=0.0,
+        description="Search: share of the best score in a memory's conversation session it gains; 0 is off.",
+    )
+    search_candidates: int = Field(
+        default=100,
+        ge=1,
+        le=1000,
+        description="Search: candidates each retriever (dense, BM25) offers to ranking, at least 4 x k.",
+    )
 
     workflow_timeout_seconds: float = Field(
         default=30.0, gt=0, description="How long the API waits for a workflow's answer."
@@ -276,6 +303,10 @@ class Settings(BaseSettings):
             recency_weight=self.rank_recency_weight,
             recency_half_life_days=self.rank_recency_half_life_days,
             importance_weight=self.rank_importance_weight,
+            neighbour_weight=self.rank_neighbour_weight,
+            neighbour_window=self.rank_neighbour_window,
+            previous_turn_factor=self.rank_previous_turn_factor,
+            session_weight=self.rank_session_weight,
         )
 
     @model_validator(mode="after")

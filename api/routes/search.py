@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body
 from temporalio.client import WorkflowFailureError
 
 from api.problems import Problem
-from api.routes.settings import memory_enabled
 from api.schemas import SearchIn, SearchOut, SearchResultOut
-from api.state import Caller, State
+from api.state import ApiState, Caller, State
 from api.telemetry import traced
-from memwarden.identity import Role, read_filter
+from memwarden.identity import Principal, Role, read_filter
 from memwarden.policy.freshness import read_freshness
 from memwarden.policy.render import context_block, label
-from memwarden.records import RetrieveInput, Sensitivity, Status
-from memwarden.stores.audit import read_event
+from memwarden.records import MemoryRecord, ReadFilter, RetrieveInput, RetrieveResult, Sensitivity, Status
+from memwarden.stores.audit import AuditEventIn, read_event
 from memwarden.telemetry import SEARCH_MEMORY
 from workflows.retrieve import RetrieveWorkflow
 
@@ -45,41 +46,58 @@ async def search(state: State, caller: Caller, body: Annotated[SearchIn, Body()]
         max_sensitivity=body.max_sensitivity or Sensitivity.RESTRICTED,
     )
     workflow_id = f"retrieve-{uuid.uuid4()}"
-    if not rf.clauses or not await memory_enabled(state, caller):
+    if not rf.clauses:
         return SearchOut(results=[], withheld=[], context="", workflow_id=workflow_id)
-    # Claim check: the query is parked in the store for the activity, so it never enters history.
     query_ref = f"query-{workflow_id}"
-    await state.store.put_candidate(query_ref, caller.tenant, body.query, datetime.now(UTC) + QUERY_CLAIM_TTL)
-    request = RetrieveInput(query_ref=query_ref, k=k, read_filter=rf, consequence=body.consequence, actor=caller.actor)
+    if state.prepared is not None:
+        state.prepared.prepare(query_ref, body.query)  # embedding starts now, in a worker thread
     try:
-        result = await state.temporal.execute_workflow(
-            RetrieveWorkflow.run,
-            request,
-            id=workflow_id,
-            task_queue=settings.temporal_task_queue,
-            execution_timeout=timedelta(seconds=settings.workflow_timeout_seconds),
-            request_eager_start=True,
-        )
-    except WorkflowFailureError:
-        raise Problem(503, "search_failed", "search is unavailable", extra={"workflow_id": workflow_id}) from None
+        result = await _run_workflow(state, caller, body, rf, k, workflow_id, query_ref)
     finally:
-        await state.store.delete_candidate(query_ref)
+        if state.prepared is not None:
+            state.prepared.discard(query_ref)
     now = datetime.now(UTC)
     scores = {h.memory_id: h.score for h in result.hits}
-    # Claim check: content is loaded only for ids that are still eligible right now.
-    records = sorted(await state.store.eligible(rf, list(scores), now), key=lambda r: -scores[r.id])
     # Read-time revalidation's verdicts (verified / unverified) replace the store's fresh-or-stale; a memory
     # the store now holds stale changed at its source during this read: held back, never served as current.
     checked = {c.memory_id: c.freshness for c in result.checks}
     seen = {c.memory_id: c.version for c in result.checks}
-    changed = [
-        r for r in records if r.id in checked and r.status is Status.STALE and seen[r.id] not in (None, r.version)
-    ]
-    if changed:
-        records = [r for r in records if r not in changed]
-        result = result.model_copy(
-            update={"withheld": [*result.withheld, *({"memory_id": r.id, "reason": "stale"} for r in changed)]}
+
+    def settle(found: list[MemoryRecord]) -> tuple[list[MemoryRecord], list[dict[str, Any]]]:
+        """What is served and what is held back, from the rows this answer's transaction read."""
+        records = sorted(found, key=lambda r: -scores[r.id])
+        changed = [
+            r for r in records if r.id in checked and r.status is Status.STALE and seen[r.id] not in (None, r.version)
+        ]
+        held = [*result.withheld, *({"memory_id": r.id, "reason": "stale"} for r in changed)]
+        return [r for r in records if r not in changed], held
+
+    def audit(found: list[MemoryRecord]) -> AuditEventIn:
+        served, held = settle(found)
+        return read_event(
+            tenant_id=caller.tenant,
+            actor=caller.actor,
+            workflow_id=workflow_id,
+            returned=[r.id for r in served],
+            withheld=held,
+            consequence=body.consequence.value,
         )
+
+    # Claim check: content is loaded only for ids that are still eligible right now; in the same
+    # transaction the read is audited (ids only: which memories this caller got and which were
+    # held back) and the parked query dropped, so an answer never leaves without its audit row.
+    try:
+        loaded = await state.store.answer_search(
+            rf, list(scores), now, audit, drop_candidate=query_ref, settings_owner=caller.subject_owner
+        )
+    except BaseException:
+        with contextlib.suppress(Exception):  # the candidate sweep drops it otherwise
+            await state.store.delete_candidate(query_ref)
+        raise
+    if loaded is None:  # memory switched off for the person served: reads return nothing
+        return SearchOut(results=[], withheld=[], context="", workflow_id=workflow_id)
+    records, withheld = settle(loaded)
+    result = result.model_copy(update={"withheld": withheld})
     entries = [(r, checked.get(r.id) or read_freshness(r)) for r in records]
     results = [
         SearchResultOut(
@@ -97,17 +115,6 @@ async def search(state: State, caller: Caller, body: Annotated[SearchIn, Body()]
         )
         for r, f in entries
     ]
-    # Audited before answering, ids only: which memories this caller got and which were held back.
-    await state.store.append_audit(
-        read_event(
-            tenant_id=caller.tenant,
-            actor=caller.actor,
-            workflow_id=workflow_id,
-            returned=[r.id for r in records],
-            withheld=result.withheld,
-            consequence=body.consequence.value,
-        )
-    )
     if records and state.usage is not None:
         state.usage.record(caller.tenant, [r.id for r in records], now)  # written later, in a batch
     return SearchOut(
@@ -116,3 +123,42 @@ async def search(state: State, caller: Caller, body: Annotated[SearchIn, Body()]
         context=context_block(entries),
         workflow_id=workflow_id,
     )
+
+
+async def _run_workflow(
+    state: ApiState, caller: Principal, body: SearchIn, rf: ReadFilter, k: int, workflow_id: str, query_ref: str
+) -> RetrieveResult:
+    """Park the query and run RetrieveWorkflow; on failure the parked query is dropped here (on
+    success the answer's transaction drops it).
+
+    Claim check: the query is parked in the store for the activity, so it never enters history.
+    When this process hosts the worker (`state.prepared`), the activity takes the query from
+    memory, so parking runs beside the workflow instead of before it; it is awaited before the
+    answer. An activity on another worker (eager start declined) that reads the store before the
+    row lands fails with CandidateGone and is retried (100 ms later) by the workflow's policy.
+    """
+    park = state.store.put_candidate(
+        query_ref, caller.tenant, body.query, datetime.now(UTC) + QUERY_CLAIM_TTL, durable=False
+    )
+    parking = asyncio.ensure_future(park)
+    request = RetrieveInput(query_ref=query_ref, k=k, read_filter=rf, consequence=body.consequence, actor=caller.actor)
+    try:
+        if state.prepared is None:
+            await parking
+        result = await state.temporal.execute_workflow(
+            RetrieveWorkflow.run,
+            request,
+            id=workflow_id,
+            task_queue=state.settings.temporal_task_queue,
+            execution_timeout=timedelta(seconds=state.settings.workflow_timeout_seconds),
+            request_eager_start=True,
+        )
+        await parking
+        return result
+    except BaseException as exc:
+        with contextlib.suppress(BaseException):
+            await parking
+        await state.store.delete_candidate(query_ref)
+        if isinstance(exc, WorkflowFailureError):
+            raise Problem(503, "search_failed", "search is unavailable", extra={"workflow_id": workflow_id}) from None
+        raise

@@ -6,7 +6,8 @@ dense cosine and the max-normalised BM25 score beat reciprocal rank fusion clear
 .48 on categories 1-4), because RRF lets a weak retriever's noise outvote a strong one.
 
 The order is the design's: relevance first (the floor removes what is not about the query at all),
-then recency decay and importance adjust among what is relevant. They are multiplicative and
+then conversation context (`contextual`: neighbouring turns and the session), then recency decay
+and importance adjust among what is relevant. They are multiplicative and
 bounded, so an old, unimportant memory that matches well still beats a new one that barely does.
 
 No I/O and no clock: `now` is passed in, so the workflow sandbox can import this module.
@@ -15,6 +16,7 @@ No I/O and no clock: `now` is passed in, so the workflow sandbox can import this
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -37,6 +39,15 @@ class RankingParams(BaseModel):
     recency_half_life_days: float = Field(default=90.0, gt=0.0)
     importance_weight: float = Field(default=0.1, ge=0.0, le=1.0)
     """How much of the score low importance can take away: at most 10% at importance 0."""
+    neighbour_weight: float = Field(default=0.2, ge=0.0)
+    """Conversation context: each relevant turn within `neighbour_window` of a candidate in the same
+    session adds this share of its relevance (0 turns the neighbour context off)."""
+    neighbour_window: int = Field(default=2, ge=0, le=10)
+    previous_turn_factor: float = Field(default=1.5, ge=0.0)
+    """Earlier turns count this much more than later ones: a question is asked before its answer."""
+    session_weight: float = Field(default=0.8, ge=0.0)
+    """Conversation context: this share of the best relevance in the candidate's session is added
+    (the session the query is about lifts its other turns; 0 turns it off)."""
 
 
 DEFAULT_PARAMS = RankingParams()
@@ -53,12 +64,19 @@ class Relevance:
 
 @dataclass(frozen=True)
 class Candidate:
-    """What ranking needs of an eligible memory: its relevance and the store's metadata (no content)."""
+    """What ranking needs of an eligible memory: its relevance and the store's metadata (no content).
+
+    `session` and `turn` come from the memory's provenance: memories written from one conversation
+    session share a session key (qualify it by owner, e.g. with `session_key`), and `turn` is the
+    position in it (`turn_position`); either may be None, and then no context applies to it.
+    """
 
     relevance: Relevance
     created_at: datetime
     importance: float
     last_confirmed_at: datetime | None = None
+    session: str | None = None
+    turn: int | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +119,64 @@ def fused(relevances: list[Relevance], params: RankingParams = DEFAULT_PARAMS) -
     return out
 
 
+_TRAILING_NUMBER = re.compile(r"(\d{1,9})\s*$")
+
+
+def turn_position(turn: str | None) -> int | None:
+    """A turn's position in its session: the number its provenance `turn` ends with ("D3:12" -> 12,
+    "12" -> 12); None when it ends with none (such a memory gets no neighbour context)."""
+    if not turn:
+        return None
+    found = _TRAILING_NUMBER.search(turn)
+    return int(found.group(1)) if found else None
+
+
+def session_key(owner_id: str, session: str | None) -> str | None:
+    """Sessions are per person: two people's "session_1" are different conversations."""
+    return None if not session else f"{owner_id}\x1f{session}"
+
+
+def contextual(candidates: list[Candidate], scores: dict[str, float], params: RankingParams) -> dict[str, float]:
+    """Relevance in its conversation context, scaled back into 0..1.
+
+    Why: a memory is often the answer to a question asked in the turn before it, or part of a
+    session that is about the query as a whole; alone it may share few words with the query (the
+    single turn "we went camping" answers "what did Mel do in the summer?" asked a turn earlier).
+    So each candidate gains `neighbour_weight` x the relevance of every relevant turn up to
+    `neighbour_window` turns away in the same session (earlier ones x `previous_turn_factor`), and
+    `session_weight` x the best relevance in its session (a memory from no session is a session of
+    one, so it is never worse off than a lone turn). Only relevant candidates lend context (nothing
+    below the floor, nothing the principal may not read), and each one's own relevance still
+    counts most. On LoCoMo this lifted recall@5 from .587 to .666 (README, Retrieval).
+    """
+    by_turn: dict[tuple[str, int], float] = {}
+    best_in_session: dict[str, float] = {}
+    for c in candidates:
+        rel = scores[c.relevance.memory_id]
+        if c.session is None:
+            continue
+        best_in_session[c.session] = max(best_in_session.get(c.session, 0.0), rel)
+        if c.turn is not None:
+            key = (c.session, c.turn)
+            by_turn[key] = max(by_turn.get(key, 0.0), rel)
+    w = params.neighbour_window
+    scale = 1.0 + params.neighbour_weight * w * (1.0 + params.previous_turn_factor) + params.session_weight
+    out: dict[str, float] = {}
+    for c in candidates:
+        rel = scores[c.relevance.memory_id]
+        if c.session is None:  # a session of one: it is its own best, with no neighbours
+            out[c.relevance.memory_id] = rel * (1.0 + params.session_weight) / scale
+            continue
+        near = 0.0
+        if c.turn is not None and params.neighbour_weight > 0:
+            for d in range(1, w + 1):
+                near += params.previous_turn_factor * by_turn.get((c.session, c.turn - d), 0.0)
+                near += by_turn.get((c.session, c.turn + d), 0.0)
+        lifted = rel + params.neighbour_weight * near + params.session_weight * best_in_session[c.session]
+        out[c.relevance.memory_id] = lifted / scale
+    return out
+
+
 def recency(created_at: datetime, now: datetime, half_life_days: float, confirmed_at: datetime | None = None) -> float:
     """1.0 for a memory confirmed or written now, halving every `half_life_days` (never below 0)."""
     latest = max(created_at, confirmed_at) if confirmed_at is not None else created_at
@@ -109,7 +185,8 @@ def recency(created_at: datetime, now: datetime, half_life_days: float, confirme
 
 
 def rank(candidates: list[Candidate], now: datetime, k: int, params: RankingParams = DEFAULT_PARAMS) -> list[Ranked]:
-    """Floor, fuse, then adjust by recency and importance; the best `k`, ties broken by id (stable).
+    """Floor, fuse, add conversation context, then adjust by recency and importance; the best `k`,
+    ties broken by id (stable).
 
     Fusion normalises over the candidates that passed the floor, so a junk keyword match does not
     set the BM25 scale for the rest.
@@ -118,9 +195,10 @@ def rank(candidates: list[Candidate], now: datetime, k: int, params: RankingPara
         return []
     relevant = [c for c in candidates if passes_floor(c.relevance, params)]
     scores = fused([c.relevance for c in relevant], params)
+    in_context = contextual(relevant, scores, params)
     ranked: list[Ranked] = []
     for c in relevant:
-        rel = scores[c.relevance.memory_id]
+        rel = in_context[c.relevance.memory_id]
         fresh = recency(c.created_at, now, params.recency_half_life_days, c.last_confirmed_at)
         importance = min(max(c.importance, 0.0), 1.0)
         factor = (1.0 - params.recency_weight + params.recency_weight * fresh) * (

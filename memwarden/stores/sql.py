@@ -110,6 +110,10 @@ class EligibleMeta:
     version: int = 0
     """The row's version when ranked: a read-time check applies only if the row is still that version."""
     """source_ref.key and .version: enough to ask the source while the full row is still being read."""
+    owner_id: str = ""
+    session: str | None = None
+    """provenance.session and .turn: the conversation context ranking uses (ids, never content)."""
+    turn: str | None = None
 
 
 class ConcurrencyConflict(Exception):
@@ -136,6 +140,8 @@ class SqlStore:
         if checkpoint_every < 1:
             raise ValueError("checkpoint_every must be at least 1")
         self._engine = engine
+        self._ephemeral: AsyncEngine | None = None
+        """SQLite only: connections with synchronous=NORMAL, for writes that need not survive a power cut."""
         self._signer = audit_signer
         self._checkpoint_every = checkpoint_every
         self._pseudonyms = audit_pseudonyms
@@ -176,6 +182,9 @@ class SqlStore:
             engine = create_async_engine(sa_url)
             event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
             event.listen(engine.sync_engine, "begin", _sqlite_on_begin)
+            ephemeral = create_async_engine(sa_url)
+            event.listen(ephemeral.sync_engine, "connect", _sqlite_on_connect_ephemeral)
+            event.listen(ephemeral.sync_engine, "begin", _sqlite_on_begin)
         elif backend == "postgresql":
             if sa_url.drivername == "postgresql":
                 sa_url = sa_url.set(drivername="postgresql+asyncpg")
@@ -192,9 +201,12 @@ class SqlStore:
             )
         else:
             raise ValueError(f"unsupported database backend: {backend}")
-        return cls(
+        store = cls(
             engine, audit_signer=audit_signer, checkpoint_every=checkpoint_every, audit_pseudonyms=audit_pseudonyms
         )
+        if backend == "sqlite":
+            store._ephemeral = ephemeral
+        return store
 
     @property
     def engine(self) -> AsyncEngine:
@@ -232,6 +244,8 @@ class SqlStore:
 
     async def close(self) -> None:
         await self._engine.dispose()
+        if self._ephemeral is not None:
+            await self._ephemeral.dispose()
 
     async def ping(self) -> bool:
         """Readiness: True when a trivial query answers within `_PING_TIMEOUT` seconds."""
@@ -248,19 +262,28 @@ class SqlStore:
             yield conn
 
     @asynccontextmanager
-    async def _write(self) -> AsyncIterator[AsyncConnection]:
+    async def _write(self, *, durable: bool = True) -> AsyncIterator[AsyncConnection]:
         """One write transaction; on SQLite it holds the write lock from its first statement.
 
         SQLite has one writer at a time. Writers of this process queue on an asyncio lock first, so the
         next one starts the moment the last commits; left to SQLite's busy handler they would each sleep
         in steps of up to 100 ms in a pool thread and, under load, wait out the busy timeout. Other
         processes are still kept out by BEGIN IMMEDIATE and the busy timeout.
+
+        `durable=False`: the commit may be lost in a power cut (never in a process crash), and in
+        exchange does not wait for the disk: SQLite commits on a synchronous=NORMAL connection (the
+        WAL is not fsynced; the next durable commit's fsync covers it), PostgreSQL with
+        `synchronous_commit = off` for this transaction only. Only for rows that are worthless after
+        a restart anyway (a search query parked for the few milliseconds of its search).
         """
         if self.dialect != "sqlite":
             async with self._engine.connect() as conn, conn.begin():
+                if not durable:
+                    await conn.execute(sa.text("SET LOCAL synchronous_commit TO OFF"))
                 yield conn
             return
-        async with self._write_lock(), self._engine.connect() as conn:
+        engine = self._engine if durable or self._ephemeral is None else self._ephemeral
+        async with self._write_lock(), engine.connect() as conn:
             await conn.execution_options(**{_IMMEDIATE: True})
             async with conn.begin():
                 yield conn
@@ -287,8 +310,14 @@ class SqlStore:
 
     # -- claim check -----------------------------------------------------------------------
 
-    async def put_candidate(self, ref: str, tenant_id: str, content: str, expires_at: datetime) -> None:
-        """Park content in flight so workflow payloads carry only `ref`; re-putting a ref replaces it."""
+    async def put_candidate(
+        self, ref: str, tenant_id: str, content: str, expires_at: datetime, *, durable: bool = True
+    ) -> None:
+        """Park content in flight so workflow payloads carry only `ref`; re-putting a ref replaces it.
+
+        `durable=False` for a search query: it lives for one search, and waiting for the disk (an
+        fsync, 0.5 ms here and several under load) bought nothing but latency (see `_write`).
+        """
         c = candidates.c
         stmt = self._insert(candidates).values(
             ref=ref, tenant_id=tenant_id, content=content, created_at=_utcnow(), expires_at=expires_at
@@ -298,7 +327,7 @@ class SqlStore:
             set_={"content": stmt.excluded.content, "expires_at": stmt.excluded.expires_at},
             where=c.tenant_id == stmt.excluded.tenant_id,
         )
-        async with self._write() as conn:
+        async with self._write(durable=durable) as conn:
             result = await conn.execute(stmt)
             if result.rowcount != 1:
                 raise ValueError(f"candidate ref {ref} belongs to another tenant")
@@ -547,12 +576,18 @@ class SqlStore:
             return await _select_memory(conn, tenant_id, memory_id)
 
     async def get_many(self, tenant_id: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
-        """Memories of this tenant by id; missing ids are left out of the mapping."""
+        """Memories of this tenant by id; missing ids are left out of the mapping.
+
+        By primary key: the tenant test is `tenant_id || '' = ?` (see `read_filter_clause`), or
+        SQLite walks the whole tenant through its tenant-led index.
+        """
         m = memories.c
         found: dict[str, MemoryRecord] = {}
         async with self._read() as conn:
             for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
-                rows = await conn.execute(sa.select(memories).where(m.tenant_id == tenant_id, m.id.in_(chunk)))
+                rows = await conn.execute(
+                    sa.select(memories).where(m.tenant_id.concat("") == tenant_id, m.id.in_(chunk))
+                )
                 for row in rows.mappings():
                     found[row["id"]] = _row_to_record(row)
         return found
@@ -580,6 +615,53 @@ class SqlStore:
                     found[row["id"]] = _row_to_record(row)
         return [found[i] for i in ordered if i in found]
 
+    async def answer_search(
+        self,
+        read_filter: ReadFilter,
+        ids: Sequence[str],
+        now: datetime,
+        audit: Callable[[list[MemoryRecord]], AuditEventIn],
+        *,
+        drop_candidate: str | None = None,
+        settings_owner: str | None = None,
+    ) -> list[MemoryRecord] | None:
+        """`eligible`, its read event and the query's claim check dropped, in one write transaction.
+
+        Why one: the search route used to pay four transactions (settings, load, audit, drop) on
+        every answer. Now the content is read, the event naming exactly what was read is chained,
+        and the parked query is dropped together, so an answer never exists without its audit row
+        (if the append fails, nothing is returned) and the audit never lists what was not read.
+        `audit` builds the event from the records found (ids only, never content).
+
+        `settings_owner`: the person served; when they have switched memory off, nothing is read
+        or audited and None is returned (the query is still dropped). Checked here, in the same
+        transaction as the read, a switch-off that committed before it is always honoured.
+        """
+        ordered = list(dict.fromkeys(ids))
+        where = read_filter_clause(read_filter, now=now, by_ids=True) if read_filter.clauses else sa.false()
+        found: dict[str, MemoryRecord] = {}
+        async with self._write() as conn:
+            if settings_owner is not None:
+                s = owner_settings.c
+                enabled = await conn.scalar(
+                    sa.select(s.memory_enabled).where(
+                        s.tenant_id == read_filter.tenant_id, s.owner_id == settings_owner
+                    )
+                )
+                if enabled is not None and not enabled:
+                    if drop_candidate is not None:
+                        await conn.execute(sa.delete(candidates).where(candidates.c.ref == drop_candidate))
+                    return None
+            for chunk in _chunks(ordered, _CHUNK):
+                rows = await conn.execute(sa.select(memories).where(where, memories.c.id.in_(chunk)))
+                for row in rows.mappings():
+                    found[row["id"]] = _row_to_record(row)
+            records = [found[i] for i in ordered if i in found]
+            await self._append_audit(conn, audit(records))
+            if drop_candidate is not None:
+                await conn.execute(sa.delete(candidates).where(candidates.c.ref == drop_candidate))
+        return records
+
     async def eligible_meta(
         self, read_filter: ReadFilter, ids: Sequence[str], now: datetime
     ) -> dict[str, EligibleMeta]:
@@ -602,6 +684,9 @@ class SqlStore:
             m.source_ref["key"].as_string().label("source_key"),
             m.source_ref["version"].as_string().label("source_version"),
             m.version,
+            m.owner_id,
+            m.provenance["session"].as_string().label("session"),
+            m.provenance["turn"].as_string().label("turn"),
         )
         where = read_filter_clause(read_filter, now=now, by_ids=True)
         found: dict[str, EligibleMeta] = {}
@@ -619,6 +704,9 @@ class SqlStore:
                         source_key=row.source_key,
                         source_version=row.source_version,
                         version=row.version,
+                        owner_id=row.owner_id,
+                        session=row.session,
+                        turn=row.turn,
                     )
         return found
 
@@ -1218,6 +1306,16 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA secure_delete=ON")
+    finally:
+        cursor.close()
+
+
+def _sqlite_on_connect_ephemeral(dbapi_connection: Any, record: Any) -> None:
+    """`_sqlite_on_connect`, then commits that do not wait for the disk (see `SqlStore._write`)."""
+    _sqlite_on_connect(dbapi_connection, record)
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA synchronous=NORMAL")
     finally:
         cursor.close()
 

@@ -63,7 +63,7 @@ async def embedded_api(data_dir: Path, **overrides: Any) -> AsyncIterator[Api]:
         )
         client = await connect(settings)
         async with open_deps(settings) as deps:
-            app = create_app(settings, temporal=client, store=deps.store)
+            app = create_app(settings, temporal=client, store=deps.store, prepared=deps.prepared)
             async with build_worker(client, deps):
                 servers: list[uvicorn.Server] = []
                 serving = asyncio.create_task(run_api(settings, servers, app))

@@ -149,6 +149,46 @@ async def test_workflow_history_carries_ids_and_scores_only(api: Api) -> None:
     assert "cello" not in raw and rec.content_hash not in raw  # payloads are sealed by the codec
 
 
+async def test_the_query_is_embedded_in_process_and_its_claim_check_dropped_with_the_audit(api: Api) -> None:
+    """The API's in-process tier feeds the activity; the answer, its read event and the dropped
+    claim check land together (one transaction); a worker without the tier reads the store instead."""
+    t = tenant()
+    rec = await api.put(t, "synthetic: keeps bees on the allotment roof")
+    prepared = api.deps.prepared
+    assert prepared is not None
+    taken: list[str] = []
+    original = prepared.take
+
+    async def spy(ref: str) -> tuple[str, list[float]] | None:
+        got = await original(ref)
+        if got is not None:
+            taken.append(ref)
+        return got
+
+    prepared.take = spy  # type: ignore[method-assign]
+    try:
+        out = await api.search(api.auth(t, "alice"), query="bees allotment")
+    finally:
+        del prepared.take
+    assert [r["memory_id"] for r in out["results"]] == [rec.id]
+    assert taken == [f"query-{out['workflow_id']}"]  # the activity used the API's embedding
+    assert len(prepared) == 0
+    assert await api.deps.store.get_candidate(f"query-{out['workflow_id']}") is None
+    events, _ = await api.deps.store.list_audit(t, limit=10, cursor=None)
+    [read] = [e for e in events if e.operation == "read"]
+    assert read.workflow_id == out["workflow_id"] and read.details["returned"] == [rec.id]
+
+    # Without the tier (another worker process, or eager start declined) the store's claim check serves.
+    api.deps.prepared = None
+    try:
+        again = await api.search(api.auth(t, "alice"), query="bees allotment")
+    finally:
+        api.deps.prepared = prepared
+    assert [r["memory_id"] for r in again["results"]] == [rec.id]
+    assert again["results"][0]["score"] == out["results"][0]["score"]  # the same vector either way
+    assert await api.deps.store.get_candidate(f"query-{again['workflow_id']}") is None
+
+
 async def test_k_default_five_and_at_most_fifty(api: Api) -> None:
     t = tenant()
     for i in range(8):

@@ -213,6 +213,32 @@ async def test_sqlite_connection_settings(store: SqlStore, backend: str) -> None
     assert await scalar(store, "PRAGMA journal_mode") == "wal"
     assert await scalar(store, "PRAGMA foreign_keys") == 1
     assert await scalar(store, "PRAGMA busy_timeout") == 5000
+    assert await scalar(store, "PRAGMA synchronous") == 2  # FULL: every commit waits for the disk
+
+
+async def test_a_non_durable_claim_check_is_visible_at_once_and_leaves_durable_writes_alone(
+    store: SqlStore, backend: str
+) -> None:
+    """A search query is parked without waiting for the disk; everything else still commits FULL."""
+    t = tenant()
+    ref = f"query-{uuid.uuid4()}"
+    await store.put_candidate(ref, t, "what tea", datetime.now(UTC) + timedelta(minutes=5), durable=False)
+    assert await store.get_candidate(ref) == "what tea"  # another connection sees it at once
+    with pytest.raises(ValueError):
+        await store.put_candidate(ref, tenant(), "hijack", datetime.now(UTC) + timedelta(minutes=5), durable=False)
+    async with store._write(durable=False) as conn:
+        if backend == "sqlite":
+            assert await conn.scalar(sa.text("PRAGMA synchronous")) == 1  # NORMAL, on its own connections
+            assert await conn.scalar(sa.text("PRAGMA secure_delete")) == 1
+        else:
+            assert await conn.scalar(sa.text("SHOW synchronous_commit")) == "off"  # this transaction only
+    async with store._write() as conn:
+        if backend == "sqlite":
+            assert await conn.scalar(sa.text("PRAGMA synchronous")) == 2
+        else:
+            assert await conn.scalar(sa.text("SHOW synchronous_commit")) == "on"
+    await store.delete_candidate(ref)
+    assert await store.get_candidate(ref) is None
 
 
 # -- memories --------------------------------------------------------------------------------
@@ -342,7 +368,7 @@ async def test_eligible_applies_every_part_of_the_filter_in_order(store: SqlStor
     t = tenant()
     now = BASE + timedelta(days=1)
     keep = {
-        "user": make_record(t),
+        "user": make_record(t, provenance=Provenance(session="s1", turn="D1:3")),
         "agent_own": make_record(t, scope=Scope.AGENT, agent_id="a1"),
         "agent_self": make_record(t, scope=Scope.AGENT, agent_id="a1", owner_id="agent:a1"),
         "shared_member": make_record(t, scope=Scope.SHARED, store="s1", owner_id="someone"),
@@ -397,6 +423,14 @@ async def test_eligible_applies_every_part_of_the_filter_in_order(store: SqlStor
             rec.importance,
             rec.last_confirmed_at,
         )
+    # the conversation context ranking uses: owner, provenance session and turn (no content)
+    assert (meta[keep["user"].id].owner_id, meta[keep["user"].id].session, meta[keep["user"].id].turn) == (
+        "u1",
+        "s1",
+        "D1:3",
+    )
+    assert (meta[keep["stale"].id].session, meta[keep["stale"].id].turn) == (None, None)
+    assert meta[keep["shared_member"].id].owner_id == "someone"
     assert await store.eligible_meta(rf, [], now) == {}
     # the SQL translation and ReadFilter.admits agree on every record
     for name, rec in [*keep.items(), *drop.items()]:
@@ -405,6 +439,89 @@ async def test_eligible_applies_every_part_of_the_filter_in_order(store: SqlStor
     # listing uses the same translation
     listed, _ = await store.list_memories(rf, limit=50, cursor=None, now=now)
     assert {r.id for r in listed} == {r.id for r in keep.values()}
+
+
+async def test_answer_search_reads_audits_and_drops_the_query_in_one_transaction(store: SqlStore) -> None:
+    t = tenant()
+    now = BASE + timedelta(days=1)
+    ok, gone = make_record(t), make_record(t, status=Status.TOMBSTONED)
+    other = make_record(tenant())
+    for rec in (ok, gone, other):
+        await store.insert_memory(rec)
+    ref = f"query-{uuid.uuid4()}"
+    await store.put_candidate(ref, t, "what tea do I like", datetime.now(UTC) + timedelta(minutes=5))
+    seen: list[list[str]] = []
+
+    def event(found: list[MemoryRecord]) -> AuditEventIn:
+        seen.append([r.id for r in found])
+        return AuditEventIn(
+            id=f"read:{ref}", tenant_id=t, actor="agent:a1", operation="read", details={"n": len(found)}
+        )
+
+    got = await store.answer_search(agent_filter(t), [gone.id, ok.id, other.id, ok.id], now, event, drop_candidate=ref)
+    assert [r.id for r in got] == [ok.id] and got[0].content == ok.content
+    assert seen == [[ok.id]]  # the event is built from exactly what was read
+    assert await store.get_candidate(ref) is None
+    events, _ = await store.list_audit(t, limit=10, cursor=None)
+    assert [(e.id, e.details) for e in events] == [(f"read:{ref}", {"n": 1})]
+    assert await store.verify_audit() == (True, None)
+
+    # The event cannot be built (or appended): nothing is returned and the query stays parked.
+    ref2 = f"query-{uuid.uuid4()}"
+    await store.put_candidate(ref2, t, "again", datetime.now(UTC) + timedelta(minutes=5))
+
+    def broken(found: list[MemoryRecord]) -> AuditEventIn:
+        raise RuntimeError("audit refused")
+
+    with pytest.raises(RuntimeError):
+        await store.answer_search(agent_filter(t), [ok.id], now, broken, drop_candidate=ref2)
+    assert await store.get_candidate(ref2) == "again"
+    # The person served switched memory off: nothing read, nothing audited, the query dropped.
+    ref3 = f"query-{uuid.uuid4()}"
+    await store.put_candidate(ref3, t, "off", datetime.now(UTC) + timedelta(minutes=5), durable=False)
+    assert await store.answer_search(
+        agent_filter(t), [ok.id], now, event, drop_candidate=ref3, settings_owner="u2"
+    ) == [r for r in got]  # someone else's switch changes nothing
+    await store.put_settings(t, "u1", False, now)
+    await store.put_candidate(ref3, t, "off", datetime.now(UTC) + timedelta(minutes=5), durable=False)
+    calls = len(seen)
+    off = await store.answer_search(agent_filter(t), [ok.id], now, event, drop_candidate=ref3, settings_owner="u1")
+    assert off is None and len(seen) == calls
+    assert await store.get_candidate(ref3) is None
+    await store.put_settings(t, "u1", True, now)
+    # No ids, no clauses: still one audited answer with nothing in it.
+    empty = ReadFilter(tenant_id=t, clauses=())
+    assert await store.answer_search(empty, [ok.id], now, event) == []
+    assert seen[-1] == []
+
+
+async def test_lookups_by_id_go_in_by_primary_key(store: SqlStore, backend: str) -> None:
+    """get_many and the re-checks must not walk a tenant's index (25 ms at 100k memories on SQLite)."""
+    if backend != "sqlite":
+        return  # PostgreSQL's planner has statistics; the `tenant_id || ''` trick is for SQLite's
+    t = tenant()
+    rec = await store.insert_memory(make_record(t))
+    ids = [rec.id, *(str(uuid.uuid4()) for _ in range(7))]  # from about five ids SQLite prefers the tenant index
+    executed: list[tuple[str, Any]] = []
+
+    def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT"):
+            executed.append((statement, parameters))
+
+    sa.event.listen(store.engine.sync_engine, "before_cursor_execute", capture)
+    try:
+        assert set(await store.get_many(t, ids)) == {rec.id}
+        assert set(await store.eligible_meta(agent_filter(t), ids, BASE)) == {rec.id}
+        assert [r.id for r in await store.eligible(agent_filter(t), ids, BASE)] == [rec.id]
+    finally:
+        sa.event.remove(store.engine.sync_engine, "before_cursor_execute", capture)
+    assert len(executed) == 3
+    for statement, parameters in executed:
+        async with store.engine.connect() as conn:
+            plan = await conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters)
+            detail = " ".join(str(row[-1]) for row in plan)
+        assert "sqlite_autoindex_memories_1" in detail or "PRIMARY KEY" in detail, detail
+    assert await store.get_many(tenant(), [rec.id]) == {}
 
 
 async def test_a_filter_without_clauses_admits_nothing(store: SqlStore) -> None:

@@ -5,29 +5,46 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memwarden.policy.ranking import (
     Candidate,
     RankingParams,
     Relevance,
+    contextual,
     fused,
     merge,
     passes_floor,
     rank,
     recency,
+    session_key,
+    turn_position,
 )
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 
 
 def cand(
-    mid: str, cosine: float | None, bm25: float | None, *, age_days: float = 0, importance: float = 0.5
+    mid: str,
+    cosine: float | None,
+    bm25: float | None,
+    *,
+    age_days: float = 0,
+    importance: float = 0.5,
+    session: str | None = None,
+    turn: int | None = None,
 ) -> Candidate:
     return Candidate(
         relevance=Relevance(memory_id=mid, cosine=cosine, bm25=bm25),
         created_at=NOW - timedelta(days=age_days),
         importance=importance,
+        session=session,
+        turn=turn,
     )
+
+
+NO_CONTEXT = RankingParams(neighbour_weight=0.0, session_weight=0.0)
 
 
 def test_merge_joins_by_id_and_keeps_missing_as_none() -> None:
@@ -90,3 +107,92 @@ def test_recency_halves_per_half_life_and_counts_confirmation() -> None:
     assert recency(created, NOW, 90.0) == pytest.approx(0.5)
     assert recency(created, NOW, 90.0, confirmed_at=NOW) == pytest.approx(1.0)
     assert recency(NOW + timedelta(days=1), NOW, 90.0) == 1.0  # clock skew never exceeds 1
+
+
+def test_turn_positions_and_session_keys() -> None:
+    assert turn_position("D3:12") == 12
+    assert turn_position("12") == 12
+    assert turn_position("turn-7 ") == 7
+    assert turn_position("intro") is None
+    assert turn_position("") is None and turn_position(None) is None
+    assert session_key("alice", "s1") != session_key("bob", "s1")  # sessions are per person
+    assert session_key("alice", None) is None and session_key("alice", "") is None
+
+
+def test_the_turn_after_a_matching_question_is_lifted_above_a_lone_weak_match() -> None:
+    """ "what are Mel's plans for the summer?" matches the question turn; the answer is the next one."""
+    question = cand("asks", 0.6, 8.0, session="s", turn=4)
+    answer = cand("answers", 0.3, 1.5, session="s", turn=5)
+    elsewhere = cand("elsewhere", 0.35, 2.0, session="t", turn=9)
+    assert [r.memory_id for r in rank([question, answer, elsewhere], NOW, 3, NO_CONTEXT)] == [
+        "asks",
+        "elsewhere",
+        "answers",
+    ]
+    assert [r.memory_id for r in rank([question, answer, elsewhere], NOW, 3)] == ["asks", "answers", "elsewhere"]
+
+
+def test_earlier_neighbours_count_more_and_the_window_bounds_them() -> None:
+    params = RankingParams(neighbour_weight=0.2, neighbour_window=2, previous_turn_factor=1.5, session_weight=0.0)
+    strong = cand("strong", 0.8, 9.0, session="s", turn=10)
+    after = cand("after", 0.3, 1.5, session="s", turn=11)  # strong is its earlier neighbour
+    before = cand("before", 0.3, 1.5, session="s", turn=9)  # strong is its later neighbour
+    far = cand("far", 0.3, 1.5, session="s", turn=14)  # three or more turns from all: outside the window
+    scores = fused([c.relevance for c in (strong, after, before, far)], params)
+    got = contextual([strong, after, before, far], scores, params)
+    assert got["after"] > got["before"] > got["far"]
+    lone = contextual([far], {"far": scores["far"]}, params)["far"]
+    assert got["far"] == pytest.approx(lone)  # nothing within reach: no context
+
+
+def test_a_memory_from_no_session_is_a_session_of_one() -> None:
+    """Context never penalises memories without provenance: alone, both score the same."""
+    with_session = cand("a", 0.5, 4.0, session="s", turn=1)
+    without = cand("b", 0.5, 4.0)
+    scores = fused([with_session.relevance, without.relevance])
+    got = contextual([with_session, without], scores, RankingParams())
+    assert got["a"] == pytest.approx(got["b"])
+
+
+def test_the_session_lifts_its_other_turns_but_not_over_a_clearly_better_match() -> None:
+    hit = cand("hit", 0.7, 9.0, session="s", turn=1)
+    same_session = cand("same", 0.3, 2.0, session="s", turn=30)
+    other = cand("other", 0.32, 2.2, session="t", turn=30)
+    got = [r.memory_id for r in rank([hit, same_session, other], NOW, 3)]
+    assert got == ["hit", "same", "other"]
+    best = cand("best", 0.9, 10.0, session="u", turn=1)
+    assert rank([best, hit, same_session], NOW, 1)[0].memory_id == "best"
+
+
+def test_context_comes_only_from_candidates_above_the_floor() -> None:
+    junk = cand("junk", 0.05, 0.5, session="s", turn=4)  # below both floors
+    answer = cand("answer", 0.3, 1.5, session="s", turn=5)
+    other = cand("other", 0.3, 1.5, session="t", turn=5)
+    got = rank([junk, answer, other], NOW, 3)
+    assert [r.memory_id for r in got] == ["answer", "other"]
+    assert got[0].score == pytest.approx(got[1].score)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0.0, 1.0),
+            st.floats(0.0, 20.0),
+            st.sampled_from([None, "s", "t"]),
+            st.one_of(st.none(), st.integers(0, 8)),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_contextual_scores_stay_within_0_and_1_and_never_drop_below_own_share(rows: list) -> None:
+    params = RankingParams()
+    cands = [cand(f"m{i}", c, b, session=s, turn=t) for i, (c, b, s, t) in enumerate(rows)]
+    scores = fused([c.relevance for c in cands], params)
+    got = contextual(cands, scores, params)
+    scale = 1.0 + params.neighbour_weight * params.neighbour_window * (1 + params.previous_turn_factor)
+    scale += params.session_weight
+    for c in cands:
+        mid = c.relevance.memory_id
+        assert 0.0 <= got[mid] <= 1.0 + 1e-9
+        assert got[mid] >= scores[mid] * (1.0 + params.session_weight) / scale - 1e-9

@@ -1,0 +1,106 @@
+"""The search query's in-process tier: the real MiniLM model, real threads; no store involved."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from memwarden.embed import MiniLMEmbedder, default_embedder
+from memwarden.prepared import PreparedQueries
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLMEmbedder:
+    return default_embedder()
+
+
+async def test_take_returns_the_text_and_the_same_vector_the_activity_would_compute(embedder: MiniLMEmbedder) -> None:
+    prepared = PreparedQueries(embedder)
+    try:
+        prepared.prepare("query-1", "where does my sister live")
+        assert len(prepared) == 1
+        taken = await prepared.take("query-1")
+        assert taken is not None
+        text, vector = taken
+        assert text == "where does my sister live"
+        assert vector == embedder.embed(["where does my sister live"])[0]
+        assert len(prepared) == 0
+        assert await prepared.take("query-1") is None  # taken once: a retried attempt reads the store
+    finally:
+        prepared.close()
+
+
+async def test_unknown_and_discarded_refs_send_the_caller_to_the_store(embedder: MiniLMEmbedder) -> None:
+    prepared = PreparedQueries(embedder)
+    try:
+        assert await prepared.take("never-prepared") is None
+        prepared.prepare("query-2", "anything")
+        prepared.discard("query-2")
+        prepared.discard("query-2")  # idempotent
+        assert await prepared.take("query-2") is None
+        assert len(prepared) == 0
+    finally:
+        prepared.close()
+
+
+class _Failing:
+    dim = 384
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        raise RuntimeError("model unavailable")
+
+
+async def test_a_failed_embedding_is_none_not_an_error() -> None:
+    prepared = PreparedQueries(_Failing())
+    try:
+        prepared.prepare("query-3", "x")
+        assert await prepared.take("query-3") is None
+    finally:
+        prepared.close()
+
+
+class _Gated:
+    """Embeds only when released, so the test sees the work running while the caller goes on."""
+
+    dim = 2
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.started = threading.Event()
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.started.set()
+        self.release.wait(5)
+        return [[1.0, 0.0] for _ in texts]
+
+
+async def test_prepare_returns_at_once_and_embedding_runs_meanwhile() -> None:
+    gated = _Gated()
+    prepared = PreparedQueries(gated)
+    try:
+        prepared.prepare("query-4", "x")  # returns while the model is still busy
+        assert await asyncio.to_thread(gated.started.wait, 5)
+        waiting = asyncio.create_task(prepared.take("query-4"))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()
+        gated.release.set()
+        assert await asyncio.wait_for(waiting, 5) == ("x", [1.0, 0.0])
+    finally:
+        gated.release.set()
+        prepared.close()
+
+
+async def test_entries_are_bounded(embedder: MiniLMEmbedder) -> None:
+    prepared = PreparedQueries(embedder, capacity=2)
+    try:
+        for n in range(3):
+            prepared.prepare(f"q{n}", f"text {n}")
+        assert len(prepared) == 2
+        assert await prepared.take("q0") is None  # the oldest went first
+        assert (await prepared.take("q2") or ("", []))[0] == "text 2"
+    finally:
+        prepared.close()
+    with pytest.raises(ValueError):
+        PreparedQueries(embedder, threads=0)
