@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
+from opentelemetry.sdk.trace.export import SpanExporter
 from temporalio.client import Client
 
 from activities.deps import Deps
 from api.app import create_app
+from memwarden import telemetry
 from memwarden.config import Settings
 from memwarden.identity import mint_token
 from worker.devserver import DevServer, free_port
@@ -44,10 +46,20 @@ class Stack:
 
 
 @asynccontextmanager
-async def embedded_stack(data_dir: Path, **overrides: Any) -> AsyncIterator[Stack]:
-    """Dev server, worker and API, all with their state under `data_dir` (as `memwarden up` lays it out)."""
+async def embedded_stack(
+    data_dir: Path,
+    *,
+    span_exporter: SpanExporter | None = None,
+    dev_dir: Path | None = None,
+    **overrides: Any,
+) -> AsyncIterator[Stack]:
+    """Dev server, worker and API, all with their state under `data_dir` (as `memwarden up` lays it out).
+
+    `span_exporter` installs the SDK's exporter (tests reading span trees) before anything is traced;
+    `dev_dir` puts the dev server's database elsewhere (default: the data dir, as `memwarden up` does).
+    """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    dev = DevServer(data_dir, port=free_port(), headless=True)
+    dev = DevServer(dev_dir or data_dir, port=free_port(), headless=True)
     await dev.start()
     try:
         values: dict[str, Any] = {
@@ -59,6 +71,8 @@ async def embedded_stack(data_dir: Path, **overrides: Any) -> AsyncIterator[Stac
         }
         values.update(overrides)
         settings = Settings(**values)
+        if span_exporter is not None:
+            telemetry.setup(settings, span_exporter=span_exporter)
         client = await connect(settings)
         async with open_deps(settings) as deps:
             app = create_app(settings, temporal=client, store=deps.store, prepared=deps.prepared)

@@ -7,10 +7,6 @@ own tenants, so they do not see each other's data.
 
 from __future__ import annotations
 
-import asyncio
-import os
-import time
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -18,16 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 
-from api.app import create_app
 from memwarden.config import Settings
 from memwarden.identity import mint_token
 from memwarden.stores.sql import SqlStore
-from worker.devserver import DevServer, free_port
-from worker.runtime import build_worker, open_deps
-from worker.stack import run_api
-from worker.temporal_client import connect
+from tests.stack_support import embedded_stack
 
 PROBLEM = "application/problem+json"
 MEMORY = {"content": "Prefers tea to coffee", "type": "preference", "source_kind": "user", "reason": "user_stated_fact"}
@@ -48,37 +39,9 @@ class Api:
 
 @asynccontextmanager
 async def embedded_api(data_dir: Path, **overrides: Any) -> AsyncIterator[Api]:
-    """Dev server, worker and API under uvicorn, all torn down on exit."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    dev = DevServer(data_dir, port=free_port(), headless=True)
-    await dev.start()
-    try:
-        settings = Settings(
-            profile="embedded",  # type: ignore[arg-type]
-            data_dir=data_dir,
-            temporal_address=dev.address,
-            temporal_task_queue=f"api-{uuid.uuid4().hex[:8]}",
-            api_port=free_port(),
-            **overrides,
-        )
-        client = await connect(settings)
-        async with open_deps(settings) as deps:
-            app = create_app(settings, temporal=client, store=deps.store, prepared=deps.prepared)
-            async with build_worker(client, deps):
-                servers: list[uvicorn.Server] = []
-                serving = asyncio.create_task(run_api(settings, servers, app))
-                deadline = time.monotonic() + 30
-                while not (servers and servers[0].started):
-                    assert not serving.done(), "uvicorn stopped during startup"
-                    assert time.monotonic() < deadline, "uvicorn did not start"
-                    await asyncio.sleep(0.05)
-                try:
-                    yield Api(f"http://127.0.0.1:{settings.api_port}", settings, deps.store)
-                finally:
-                    servers[0].should_exit = True
-                    await asyncio.wait_for(serving, 15)
-    finally:
-        await dev.stop()
+    """Dev server, worker and API under uvicorn (tests/stack_support.py), all torn down on exit."""
+    async with embedded_stack(data_dir, **overrides) as stack:
+        yield Api(stack.base_url, stack.settings, stack.deps.store)
 
 
 def assert_problem(

@@ -13,8 +13,6 @@ import asyncio
 import os
 import re
 import sys
-import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -24,23 +22,18 @@ from typing import Any
 import httpx
 import pytest
 import sqlalchemy as sa
-import uvicorn
 from google.protobuf import json_format
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.client import Client
 
-from api.app import create_app
 from memwarden import telemetry
 from memwarden.config import Settings
 from memwarden.identity import mint_token
 from memwarden.stores.sql import SqlStore
+from tests.stack_support import embedded_stack
 from worker.codec import ENCODING, AesGcmCodec
-from worker.devserver import DevServer, free_port
-from worker.runtime import build_worker, open_deps
-from worker.stack import run_api
-from worker.temporal_client import connect
 from workflows.names import REMEMBER_CANDIDATE, SEARCH_MEMORIES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -72,37 +65,9 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 async def stack(data_dir: Path) -> AsyncIterator[Stack]:
-    dev = DevServer(data_dir, port=free_port(), headless=True)
-    await dev.start()
     exporter = InMemorySpanExporter()
-    try:
-        settings = Settings(
-            profile="embedded",  # type: ignore[arg-type]
-            data_dir=data_dir,
-            temporal_address=dev.address,
-            temporal_task_queue=f"audit-tel-{uuid.uuid4().hex[:8]}",
-            api_port=free_port(),
-            audit_checkpoint_every=EVERY,
-        )
-        telemetry.setup(settings, span_exporter=exporter)
-        client = await connect(settings)
-        async with open_deps(settings) as deps:
-            app = create_app(settings, temporal=client, store=deps.store)
-            async with build_worker(client, deps):
-                servers: list[uvicorn.Server] = []
-                serving = asyncio.create_task(run_api(settings, servers, app))
-                deadline = time.monotonic() + 30
-                while not (servers and servers[0].started):
-                    assert not serving.done(), "uvicorn stopped during startup"
-                    assert time.monotonic() < deadline, "uvicorn did not start"
-                    await asyncio.sleep(0.05)
-                try:
-                    yield Stack(f"http://127.0.0.1:{settings.api_port}", settings, deps.store, client, exporter)
-                finally:
-                    servers[0].should_exit = True
-                    await asyncio.wait_for(serving, 15)
-    finally:
-        await dev.stop()
+    async with embedded_stack(data_dir, span_exporter=exporter, audit_checkpoint_every=EVERY) as s:
+        yield Stack(s.base_url, s.settings, s.deps.store, s.client, exporter)
 
 
 @pytest.fixture

@@ -21,15 +21,12 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.api.enums.v1 import EventType, ParentClosePolicy
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from activities.deps import Deps
-from api.app import create_app
 from api.routes.events import invalidate_workflow_id
-from memwarden import telemetry
 from memwarden.config import Settings
 from memwarden.identity import mint_token
 from memwarden.records import (
@@ -47,10 +44,7 @@ from memwarden.records import (
 from memwarden.stores.vectors import index_point
 from tests.integration.api_stack import assert_problem
 from tests.source_server import SourceServer, sources_toml
-from worker.devserver import DevServer, free_port
-from worker.runtime import build_worker, open_deps
-from worker.stack import run_api
-from worker.temporal_client import connect
+from tests.stack_support import embedded_stack
 from workflows.revalidate import revalidate_workflow_id
 
 PROGRAMS_TIMEOUT_MS = 300
@@ -148,40 +142,18 @@ async def stack(tmp_path_factory: pytest.TempPathFactory, src: SourceServer) -> 
         + sources_toml("hr", src.url, timeout_ms=PROGRAMS_TIMEOUT_MS, system_of_record=False, principals=["svc-hr"])
     )
     exporter = InMemorySpanExporter()
-    dev = DevServer(data_dir / "temporal", port=free_port(), headless=True)
-    await dev.start()
-    try:
-        settings = Settings(
-            profile="embedded",  # type: ignore[arg-type]
-            data_dir=data_dir,
-            temporal_address=dev.address,
-            temporal_task_queue=f"revalidate-api-{uuid.uuid4().hex[:8]}",
-            api_port=free_port(),
+    async with (
+        embedded_stack(
+            data_dir,
+            span_exporter=exporter,
+            dev_dir=data_dir / "temporal",
             invalidate_coalesce_seconds=1.5,
             invalidate_quiet_seconds=1.0,
             revalidation_background_attempts=8,
-        )
-        telemetry.setup(settings, span_exporter=exporter)
-        client = await connect(settings)
-        async with open_deps(settings) as deps:
-            app = create_app(settings, temporal=client, store=deps.store)
-            async with build_worker(client, deps):
-                servers: list[uvicorn.Server] = []
-                serving = asyncio.create_task(run_api(settings, servers, app))
-                deadline = time.monotonic() + 30
-                while not (servers and servers[0].started):
-                    assert not serving.done(), "uvicorn stopped during startup"
-                    assert time.monotonic() < deadline, "uvicorn did not start"
-                    await asyncio.sleep(0.05)
-                base = f"http://127.0.0.1:{settings.api_port}"
-                async with httpx.AsyncClient(base_url=base, timeout=30) as http:
-                    try:
-                        yield Stack(settings, deps, http, client, src, exporter)
-                    finally:
-                        servers[0].should_exit = True
-                        await asyncio.wait_for(serving, 15)
-    finally:
-        await dev.stop()
+        ) as s,
+        httpx.AsyncClient(base_url=s.base_url, timeout=30) as http,
+    ):
+        yield Stack(s.settings, s.deps, http, s.client, src, exporter)
 
 
 @pytest.fixture(autouse=True)
