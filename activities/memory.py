@@ -19,6 +19,7 @@ from memwarden.records import (
     Decision,
     Hit,
     MemoryRecord,
+    ReadFilter,
     RememberInput,
     RememberResult,
     RetrieveInput,
@@ -28,6 +29,7 @@ from memwarden.records import (
 )
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
+from memwarden.stores.subjects import resolve_handle
 from memwarden.stores.vectors import index_point
 from workflows.names import COMMIT_MEMORY, INDEX_HEALTH, SEARCH_MEMORIES
 
@@ -125,6 +127,15 @@ class MemoryActivities:
         """
         if request.k < 1:
             raise ValueError("k must be >= 1")
+        if request.subject_ref is not None:
+            # The real read filter waits under the subject handle (history holds one without clauses).
+            held = self.deps.prepared.take_filter(request.subject_ref) if self.deps.prepared is not None else None
+            if held is None:
+                ids = await resolve_handle(self.deps.store, request.subject_ref)
+                if ids is None:
+                    raise CandidateGone(request.subject_ref)
+                held = ReadFilter.model_validate(ids["read_filter"])
+            request = request.model_copy(update={"read_filter": held})
         now = datetime.now(UTC)
         query = request.query
         ready = None

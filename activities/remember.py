@@ -56,6 +56,7 @@ from memwarden.records import (
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
 from memwarden.stores.forget import ForgetStore
+from memwarden.stores.subjects import resolve_handle
 from memwarden.stores.vectors import index_point
 from workflows.names import (
     COMMIT_GATED,
@@ -178,6 +179,35 @@ class RememberActivities:
     async def _audit(self, c: RememberInput, operation: str, reason: str, memory_id: str | None, **kw: Any) -> None:
         await self.deps.store.append_audit(self._event(c, operation, reason, memory_id, **kw))
 
+    async def _hydrate(self, c: RememberInput) -> RememberInput:
+        """The input with the ids its subject handle holds (history carries only the handle).
+
+        After the handle is gone (expired past a long confirmation window) the stored row speaks for it;
+        with neither (the owner was erased meanwhile) there is no one left to act for.
+        """
+        if c.subject_ref is None:
+            return c
+        ids = await resolve_handle(self.deps.store, c.subject_ref)
+        if ids is None:
+            row = await self.deps.store.get_memory(c.tenant_id, c.memory_id)
+            if row is None:
+                raise candidate_gone(c.memory_id)
+            ids = {"owner_id": row.owner_id, "writer": row.provenance.writer}
+        writer = ids.get("writer")
+        return c.model_copy(
+            update={
+                "owner_id": str(ids["owner_id"]),
+                "provenance": c.provenance.model_copy(update={"writer": None if writer is None else str(writer)}),
+            }
+        )
+
+    async def _hydrate_commit(self, ci: CommitInput) -> CommitInput:
+        return (
+            ci
+            if ci.candidate.subject_ref is None
+            else ci.model_copy(update={"candidate": await self._hydrate(ci.candidate)})
+        )
+
     async def _content(self, c: RememberInput) -> str:
         """The parked content; after a replayed commit it is gone, and the stored row speaks for it."""
         content = await self.deps.store.get_candidate(c.candidate_ref)
@@ -201,6 +231,7 @@ class RememberActivities:
 
         The first half of the two-step path ("write-gate-v1" runs); new runs use `remember_candidate`.
         """
+        c = await self._hydrate(c)
         store = self.deps.store
         enabled, quarantined, content = await asyncio.gather(
             store.get_settings(c.tenant_id, c.owner_id), self._quarantined(c), self._content(c)
@@ -271,6 +302,7 @@ class RememberActivities:
         means nothing happened yet. A retry that finds it gone answers from what the effect left: the row
         (committed or pending) or the decision's audit event (REJECT, NOOP).
         """
+        c = await self._hydrate(c)
         ref = c.source_ref
         enabled, content, quarantined = await self.deps.store.screen_inputs(
             c.tenant_id, c.owner_id, c.candidate_ref, (ref.system, ref.key) if ref is not None else None
@@ -455,6 +487,7 @@ class RememberActivities:
     @activity.defn(name=COMMIT_GATED)
     async def commit_gated(self, ci: CommitInput) -> RememberResult:
         """Commit an accepted candidate; safe to repeat (the second run finds the committed row)."""
+        ci = await self._hydrate_commit(ci)
         c = ci.candidate
         existing, content = await asyncio.gather(
             self.deps.store.get_memory(c.tenant_id, c.memory_id), self.deps.store.get_candidate(c.candidate_ref)
@@ -478,6 +511,7 @@ class RememberActivities:
     @activity.defn(name=STAGE_MEMORY)
     async def stage_memory(self, ci: CommitInput) -> RememberResult:
         """Park a write awaiting confirmation as a `pending` row: stored, never indexed, never retrievable."""
+        ci = await self._hydrate_commit(ci)
         c = ci.candidate
         store = self.deps.store
         existing = await store.get_memory(c.tenant_id, c.memory_id)
@@ -497,6 +531,7 @@ class RememberActivities:
     @activity.defn(name=SETTLE_PENDING)
     async def settle_pending(self, ci: CommitInput, request: SettleRequest) -> RememberResult:
         """Confirmed: the pending row goes live (superseding the slot). Declined or timed out: rejected."""
+        ci = await self._hydrate_commit(ci)
         c = ci.candidate
         store = self.deps.store
         current = await store.get_memory(c.tenant_id, c.memory_id)
@@ -533,6 +568,7 @@ class RememberActivities:
     @activity.defn(name=RECORD_DECISION)
     async def record_decision(self, c: RememberInput, result: RememberResult) -> RememberResult:
         """A rejection or a duplicate: audited by reason code, the parked content dropped, nothing stored."""
+        c = await self._hydrate(c)
         operation = "deny" if result.decision is Decision.REJECT else "noop"
         await self._audit(c, operation, result.reason, result.memory_id, decision=result.decision.value)
         await self.deps.store.delete_candidate(c.candidate_ref)

@@ -21,6 +21,7 @@ import concurrent.futures
 import threading
 
 from memwarden.embed import Embedder
+from memwarden.records import ReadFilter
 
 MAX_IN_FLIGHT = 1024
 """A bound on entries, in case a caller forgets to discard: the oldest goes first."""
@@ -36,6 +37,7 @@ class PreparedQueries:
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mw-query-embed")
         self._capacity = capacity
         self._entries: dict[str, tuple[str, concurrent.futures.Future[list[float]]]] = {}
+        self._filters: dict[str, ReadFilter] = {}
         self._lock = threading.Lock()
 
     def prepare(self, ref: str, text: str) -> None:
@@ -45,6 +47,19 @@ class PreparedQueries:
             self._entries[ref] = (text, future)
             while len(self._entries) > self._capacity:
                 self._entries.pop(next(iter(self._entries)))
+
+    def hold_filter(self, ref: str, read_filter: ReadFilter) -> None:
+        """Keep the read filter parked under subject handle `ref` here too, so the in-process activity
+        need not wait for the store's copy (which is written beside the workflow start)."""
+        with self._lock:
+            self._filters[ref] = read_filter
+            while len(self._filters) > self._capacity:
+                self._filters.pop(next(iter(self._filters)))
+
+    def take_filter(self, ref: str) -> ReadFilter | None:
+        """The read filter held for `ref`, removing it; None sends the caller to the store's handle."""
+        with self._lock:
+            return self._filters.pop(ref, None)
 
     def _embed_one(self, text: str) -> list[float]:
         [vector] = self._embedder.embed([text])
@@ -70,6 +85,7 @@ class PreparedQueries:
         """Forget `ref` (idempotent); an embedding still running finishes and is dropped."""
         with self._lock:
             self._entries.pop(ref, None)
+            self._filters.pop(ref, None)
 
     def __len__(self) -> int:
         with self._lock:
@@ -79,4 +95,5 @@ class PreparedQueries:
         """Drop every entry and stop the threads (running embeddings finish first)."""
         with self._lock:
             self._entries.clear()
+            self._filters.clear()
         self._pool.shutdown(wait=True)

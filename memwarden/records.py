@@ -362,6 +362,9 @@ class RememberInput(BaseModel):
     idempotency_key: str | None = None
     actor: str
     confirm_requested: bool = False
+    subject_ref: str | None = None
+    """A subject handle (memwarden.stores.subjects) holding `owner_id` and `provenance.writer`, which are
+    then empty here: history names nobody. None in histories recorded before the handle."""
 
 
 class RememberResult(BaseModel):
@@ -402,6 +405,9 @@ class RetrieveInput(BaseModel):
     read_filter: ReadFilter
     consequence: Consequence = Consequence.LOW
     actor: str
+    subject_ref: str | None = None
+    """A subject handle holding the real `read_filter`; the one here then has no clauses (reads nothing
+    if the handle is gone). None in histories recorded before the handle."""
 
 
 class RetrieveResult(BaseModel):

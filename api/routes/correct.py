@@ -11,13 +11,13 @@ UPDATE and the commit path marks the old row superseded in the same transaction 
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Body
 
 from api.problems import Problem
-from api.routes.memories import _execute_remember, _nul_field, _replay, _scoped_key
+from api.routes.memories import _execute_remember, _nul_field, _replay, _scoped_key, park_write
 from api.schemas import MemoryPatchIn, RememberOut
 from api.state import ApiState, Caller, State
 from api.telemetry import traced
@@ -44,7 +44,6 @@ EDITABLE = (Status.ACTIVE, Status.STALE)
 USER_REASONS = frozenset(
     {WriteReason.USER_EXPLICIT_PREFERENCE.value, WriteReason.USER_STATED_FACT.value, WriteReason.TASK_OUTCOME.value}
 )
-CLAIM_CHECK_TTL = timedelta(days=1)
 
 
 def edit_slot(memory_id: str) -> str:
@@ -131,7 +130,6 @@ async def patch_memory(
         if adopted is None or adopted.status not in EDITABLE:
             raise _gone(adopted)
         record = adopted
-    await state.store.put_candidate(new_id, caller.tenant, body.content, now + CLAIM_CHECK_TTL)
     request = RememberInput(
         memory_id=new_id,
         candidate_ref=new_id,
@@ -154,6 +152,7 @@ async def patch_memory(
         idempotency_key=scoped_key,
         actor=caller.actor,
     )
+    request = await park_write(state, request, body.content, now)
     result = await _execute_remember(state, request, workflow_id, digest)
     stored = None
     if result.decision in (Decision.ADD, Decision.UPDATE, Decision.PENDING) and result.memory_id == new_id:

@@ -18,7 +18,8 @@ from api.routes.settings import memory_enabled
 from api.schemas import MemoryDetail, MemoryOut, MemoryPage, RememberOut
 from api.state import ApiState, Caller, State
 from api.telemetry import traced
-from memwarden.identity import Forbidden, Role, may_settle, read_filter, write_target
+from memwarden.forget import subject_key
+from memwarden.identity import Forbidden, Principal, Role, may_settle, read_filter, write_target
 from memwarden.records import (
     CandidateIn,
     Decision,
@@ -31,6 +32,8 @@ from memwarden.records import (
     Status,
     content_hash,
 )
+from memwarden.stores.audit import Pseudonymizer
+from memwarden.stores.subjects import handle_row, new_handle
 from memwarden.telemetry import CREATE_MEMORY
 from workflows.pending import PendingWriteWorkflow, pending_workflow_id
 from workflows.remember import RememberWorkflow
@@ -92,7 +95,6 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
             return replay
 
     now = datetime.now(UTC)
-    await state.store.put_candidate(memory_id, caller.tenant, candidate.content, now + CLAIM_CHECK_TTL)
     provenance = candidate.provenance or Provenance()
     if provenance.writer is None:
         provenance = provenance.model_copy(update={"writer": caller.actor})
@@ -119,6 +121,7 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
         actor=caller.actor,
         confirm_requested=candidate.confirm_requested,
     )
+    request = await park_write(state, request, candidate.content, now)
     result = await _execute_remember(state, request, workflow_id, digest)
     return RememberOut(
         decision=result.decision,
@@ -126,6 +129,37 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
         memory_id=result.memory_id,
         supersedes=result.supersedes,
         workflow_id=workflow_id,
+    )
+
+
+def _pseudonym(state: ApiState, caller: Principal) -> str:
+    """The caller as the audit log names it (the only use a workflow has for who acted)."""
+    return Pseudonymizer(subject_key(state.settings.auth_secret_value)).actor(caller.tenant, caller.actor)
+
+
+async def park_write(state: ApiState, request: RememberInput, content: str, now: datetime) -> RememberInput:
+    """Park the content and a subject handle in one transaction; return the input history will hold.
+
+    The handle keeps the owner's id and the writer out of RememberWorkflow's history (erasing the owner
+    deletes it), and the actor goes in as the audit log's pseudonym (it is only ever audited).
+    """
+    key = subject_key(state.settings.auth_secret_value)
+    handle = new_handle(key, request.tenant_id, request.owner_id)
+    expires = now + CLAIM_CHECK_TTL
+    ids = {"owner_id": request.owner_id, "writer": request.provenance.writer}
+    await state.store.put_candidates(
+        [
+            (request.candidate_ref, request.tenant_id, content, expires),
+            handle_row(handle, request.tenant_id, ids, expires),
+        ]
+    )
+    return request.model_copy(
+        update={
+            "owner_id": "",
+            "actor": Pseudonymizer(key).actor(request.tenant_id, request.actor),
+            "provenance": request.provenance.model_copy(update={"writer": None}),
+            "subject_ref": handle,
+        }
     )
 
 
@@ -278,7 +312,9 @@ async def _settle(state: ApiState, caller: Caller, memory_id: str, action: Settl
     handle = state.temporal.get_workflow_handle(workflow_id, result_type=RememberResult)
     try:
         result = await handle.execute_update(
-            PendingWriteWorkflow.settle, SettleRequest(action=action, actor=caller.actor), id=f"settle-{action.value}"
+            PendingWriteWorkflow.settle,
+            SettleRequest(action=action, actor=_pseudonym(state, caller)),
+            id=f"settle-{action.value}",
         )
     except (WorkflowUpdateFailedError, RPCError):
         raise Problem(

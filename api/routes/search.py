@@ -15,11 +15,13 @@ from api.problems import Problem
 from api.schemas import SearchIn, SearchOut, SearchResultOut
 from api.state import ApiState, Caller, State
 from api.telemetry import traced
+from memwarden.forget import subject_key
 from memwarden.identity import Principal, Role, read_filter
 from memwarden.policy.freshness import read_freshness
 from memwarden.policy.render import context_block, label
 from memwarden.records import MemoryRecord, ReadFilter, RetrieveInput, RetrieveResult, Sensitivity, Status
-from memwarden.stores.audit import AuditEventIn, read_event
+from memwarden.stores.audit import AuditEventIn, Pseudonymizer, read_event
+from memwarden.stores.subjects import handle_row, new_handle
 from memwarden.telemetry import SEARCH_MEMORY
 from workflows.retrieve import RetrieveWorkflow
 
@@ -137,11 +139,27 @@ async def _run_workflow(
     answer. An activity on another worker (eager start declined) that reads the store before the
     row lands fails with CandidateGone and is retried (100 ms later) by the workflow's policy.
     """
-    park = state.store.put_candidate(
-        query_ref, caller.tenant, body.query, datetime.now(UTC) + QUERY_CLAIM_TTL, durable=False
+    expires = datetime.now(UTC) + QUERY_CLAIM_TTL
+    rows = [(query_ref, caller.tenant, body.query, expires)]
+    key = subject_key(state.settings.auth_secret_value)
+    sealed, handle = rf, None
+    owner = caller.subject_owner
+    if owner is not None:
+        # The person this search is for stays out of history: the read filter waits under a handle.
+        handle = new_handle(key, caller.tenant, owner)
+        rows.append(handle_row(handle, caller.tenant, {"read_filter": rf.model_dump(mode="json")}, expires))
+        sealed = rf.model_copy(update={"clauses": ()})
+        if state.prepared is not None:
+            state.prepared.hold_filter(handle, rf)
+    parking = asyncio.ensure_future(state.store.put_candidates(rows, durable=False))
+    request = RetrieveInput(
+        query_ref=query_ref,
+        k=k,
+        read_filter=sealed,
+        consequence=body.consequence,
+        actor=Pseudonymizer(key).actor(caller.tenant, caller.actor),
+        subject_ref=handle,
     )
-    parking = asyncio.ensure_future(park)
-    request = RetrieveInput(query_ref=query_ref, k=k, read_filter=rf, consequence=body.consequence, actor=caller.actor)
     try:
         if state.prepared is None:
             await parking
@@ -162,3 +180,6 @@ async def _run_workflow(
         if isinstance(exc, WorkflowFailureError):
             raise Problem(503, "search_failed", "search is unavailable", extra={"workflow_id": workflow_id}) from None
         raise
+    finally:
+        if handle is not None and state.prepared is not None:
+            state.prepared.discard(handle)

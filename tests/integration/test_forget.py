@@ -19,14 +19,22 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from memwarden.forget import MemorySelector, receipt_hash, selector_key, subject_hash, subject_key
+from memwarden.forget import (
+    MemorySelector,
+    receipt_hash,
+    selector_key,
+    subject_hash,
+    subject_key,
+    subject_ref_prefix,
+)
 from memwarden.identity import Principal, Role, read_filter
 from memwarden.records import ForgetInput, MemoryType, RetrieveInput, Scope, SourceRef, Status
 from memwarden.sinks import CACHE, STORE_CONTENT, SUMMARIES, VECTOR_INDEX
 from memwarden.stores.cache import owner_prefix, search_key
 from memwarden.stores.forget import ForgetStore
 from memwarden.stores.replicas import replica_name
-from memwarden.stores.sql_models import memories
+from memwarden.stores.sql_models import candidates, memories
+from memwarden.stores.subjects import resolve_handle
 from memwarden.stores.summaries import claim_summary_request, park_summary_request
 from tests.forget_support import (
     Stack,
@@ -207,10 +215,17 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
     unused = await park_summary_request(stack.deps.store, key, tenant_id=t, owner_id=owner, actor="system:test")
     assert ids[0] in await search_ids(http, alice, f"where is the {marker} bicycle")
     assert await search_ids(http, agent, f"{marker} routes")
-    # The controls: before erasure the marker is on disk and the owner's id is in some history (the
-    # write's RememberInput), so the zeros below mean something.
+    # The controls: before erasure the marker is on disk, and the write's and the searches' histories
+    # hold subject handles that resolve to the owner, so the zeros below mean something.
     assert scan(stack.settings.data_dir, marker.encode())
-    assert await decoded_histories_containing(stack.client, owner.encode())
+    prefix = subject_ref_prefix(subject_hash(key, t, owner))
+    handled = await decoded_histories_containing(stack.client, prefix.encode())
+    assert any(w.startswith("remember-") for w in handled) and any(w.startswith("retrieve-") for w in handled)
+    assert await decoded_histories_containing(stack.client, owner.encode()) == []
+    async with stack.deps.store.engine.connect() as conn:
+        refs = (await conn.execute(sa.select(candidates.c.ref).where(candidates.c.ref.like(f"{prefix}%")))).scalars()
+        parked = list(refs)
+    assert parked and all([await resolve_handle(stack.deps.store, r) for r in parked])
     # The API write reached the replica through the commit path itself (seeded ones through `seed`).
     posted_copy = await stack.deps.replicas[0].get(ids[0])
     assert posted_copy is not None and marker in (posted_copy["content"] or "")
@@ -229,13 +244,12 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
     assert scan(replica_dir, marker.encode()) == []  # the replica's file too
     # Nor is it readable in any workflow history, even decoded with the codec key from the data dir.
     assert await decoded_histories_containing(stack.client, marker.encode()) == []
-    # The owner's id: never in Summarize, Forget or Retention history (they carry handles and ids).
-    # RememberWorkflow/PendingWriteWorkflow (RememberInput.owner_id) and RetrieveWorkflow (the read
-    # filter's owners) still carry it, encrypted: listed in the README as what remains.
-    holding = await decoded_histories_containing(stack.client, owner.encode())
-    assert holding and all(w.startswith(("remember-", "retrieve-", "pending-")) for w in holding), holding
+    # The owner's id is in no history at all (every workflow carries handles and ids), and every handle
+    # that named her is gone with her, so those histories resolve to nobody.
+    assert await decoded_histories_containing(stack.client, owner.encode()) == []
     ran = {e.id.split("-", 1)[0] async for e in stack.client.list_workflows()}
-    assert {"summarize", "forget", "retention"} <= ran  # they were there to be checked
+    assert {"remember", "retrieve", "summarize", "forget", "retention"} <= ran  # they were there to be checked
+    assert [r for r in parked if await resolve_handle(stack.deps.store, r) is not None] == []
     # The audit log holds every decision about her, and not one readable id of hers.
     async with stack.deps.store.engine.connect() as conn:
         rows = (await conn.execute(sa.text("SELECT * FROM audit_events WHERE tenant_id = :t"), {"t": t})).all()
