@@ -5,8 +5,8 @@ nothing of theirs readable in it (ARCHITECTURE.md, "Temporal history holds no re
 RememberWorkflow and RetrieveWorkflow need to know whose memories they act on; their inputs carry
 `subject_ref`, a claim check named `subject-<subject_hash>-<nonce>`, and the activities resolve it.
 Erasing the owner deletes every handle under their hash (`ForgetStore._drop_subject_refs`), so a
-history decoded afterwards names nobody. The Summarize handles (memwarden/stores/summaries.py) use
-the same naming.
+history decoded afterwards names nobody. SummarizeWorkflow's handles (memwarden/stores/summaries.py)
+are made and resolved here too.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ newest first, within the content limit. An LLM summarizer plugs in through `Summ
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import uuid
 from collections.abc import Sequence
@@ -21,7 +20,6 @@ from typing import Protocol
 import sqlalchemy as sa
 
 from memwarden.embed import Embedder
-from memwarden.forget import SUBJECT_REF_PREFIX, subject_hash, subject_ref_prefix
 from memwarden.records import (
     MemoryRecord,
     MemoryType,
@@ -35,6 +33,7 @@ from memwarden.records import (
 )
 from memwarden.stores.sql import SqlStore, _row_to_record
 from memwarden.stores.sql_models import memories
+from memwarden.stores.subjects import handle_row, new_handle, resolve_handle
 from memwarden.stores.vectors import VectorIndex, index_point
 
 SUMMARY_SLOT = "summary.episodic"
@@ -56,9 +55,10 @@ async def park_summary_request(
     and deletes it; it expires after `SUBJECT_REF_TTL` (the retention sweep removes expired claim checks).
     """
     at = now or datetime.now(UTC)
-    ref = f"{subject_ref_prefix(subject_hash(key, tenant_id, owner_id))}{uuid.uuid4().hex[:16]}"
-    body = json.dumps({"owner_id": owner_id, "actor": actor}, separators=(",", ":"))
-    await store.put_candidate(ref, tenant_id, body, at + SUBJECT_REF_TTL)
+    ref = new_handle(key, tenant_id, owner_id)
+    await store.put_candidates(
+        [handle_row(ref, tenant_id, {"owner_id": owner_id, "actor": actor}, at + SUBJECT_REF_TTL)]
+    )
     return SummarizeInput(tenant_id=tenant_id, subject_ref=ref)
 
 
@@ -66,13 +66,8 @@ async def claim_summary_request(store: SqlStore, request: SummarizeInput) -> tup
     """(owner id, actor) of a request; None when its handle is gone (expired, or the owner was erased)."""
     if request.subject_ref is None:  # histories from before the handle carried the ids themselves
         return (request.owner_id, request.actor or "system:summarize") if request.owner_id else None
-    if not request.subject_ref.startswith(SUBJECT_REF_PREFIX):
-        return None
-    raw = await store.get_candidate(request.subject_ref)
-    if raw is None:
-        return None
-    body = json.loads(raw)
-    return str(body["owner_id"]), str(body["actor"])
+    body = await resolve_handle(store, request.subject_ref)
+    return None if body is None else (str(body["owner_id"]), str(body["actor"]))
 
 
 class Summarizer(Protocol):
