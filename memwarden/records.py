@@ -89,6 +89,9 @@ ELIGIBLE_STATUSES: frozenset[Status] = frozenset({Status.ACTIVE, Status.STALE})
 LIVE_STATUSES: frozenset[Status] = frozenset({Status.PENDING, Status.ACTIVE, Status.STALE})
 """States that still hold a slot's value: at most one live value per slot per namespace."""
 
+CONTENT_GONE_STATUSES: frozenset[Status] = frozenset({Status.EXPIRED, Status.TOMBSTONED, Status.PURGED})
+"""Content removed or being removed: nothing left to retain, correct or restore."""
+
 _FORGETTABLE = frozenset(s for s in Status if s not in (Status.PURGED, Status.TOMBSTONED))
 
 TRANSITIONS: dict[Status, frozenset[Status]] = {

@@ -17,13 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.problems import Problem
 from api.state import Caller, State
 from memwarden.identity import Role
-from memwarden.records import Status
+from memwarden.records import CONTENT_GONE_STATUSES
 from memwarden.stores.sql import ConcurrencyConflict
 
 router = APIRouter(prefix="/v1/memories", tags=["retention"])
 
 ASSIGNERS = frozenset({Role.OPERATOR, Role.PRIVACY})
-CONTENT_GONE = frozenset({Status.EXPIRED, Status.TOMBSTONED, Status.PURGED})
 
 
 class RetentionIn(BaseModel):
@@ -52,11 +51,6 @@ async def put_retention(
             f"not a configured retention class (configured: {', '.join(sorted(classes))})",
             field="retention_class",
         )
-    record = await state.store.get_memory(caller.tenant, memory_id)
-    if record is None:
-        raise Problem(404, "not_found", "no such memory", field="memory_id")
-    if record.status in CONTENT_GONE:
-        raise Problem(409, "content_gone", f"the memory is {record.status.value}: nothing is left to retain")
     try:
         changed = await state.store.set_retention_class(
             caller.tenant,
@@ -71,6 +65,6 @@ async def put_retention(
     if changed is None:
         raise Problem(404, "not_found", "no such memory", field="memory_id")
     previous, updated = changed
-    if updated.status in CONTENT_GONE:
+    if updated.status in CONTENT_GONE_STATUSES:
         raise Problem(409, "content_gone", f"the memory is {updated.status.value}: nothing is left to retain")
     return RetentionOut(memory_id=memory_id, retention_class=updated.retention_class, previous=previous)

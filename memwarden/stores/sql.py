@@ -41,6 +41,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from memwarden.config import Settings
 from memwarden.forget import subject_key
 from memwarden.records import (
+    CONTENT_GONE_STATUSES,
     MemoryRecord,
     MemoryType,
     NamespaceClause,
@@ -837,15 +838,15 @@ class SqlStore:
 
         Why one transaction: the class decides whether the expiry sweep may take the memory, so the
         change and its audit event land together or not at all. Returns the previous class and the
-        updated record; None when the memory is absent. The caller checks the status first; a row
-        whose content is gone (expired, tombstoned, purged) is returned unchanged.
+        updated record; None when the memory is absent. A row whose content is gone (expired,
+        tombstoned, purged) is returned unchanged, for the caller to refuse.
         """
         m = memories.c
         async with self._write() as conn:
             current = await _select_memory(conn, tenant_id, memory_id)
             if current is None:
                 return None
-            if current.status in _CONTENT_GONE or current.retention_class == retention_class:
+            if current.status in CONTENT_GONE_STATUSES or current.retention_class == retention_class:
                 return current.retention_class, current
             result = await conn.execute(
                 sa.update(memories)
@@ -1373,7 +1374,6 @@ def _record_to_row(record: MemoryRecord) -> dict[str, Any]:
 
 
 _LIVE = frozenset({Status.ACTIVE, Status.STALE})
-_CONTENT_GONE = frozenset({Status.EXPIRED, Status.TOMBSTONED, Status.PURGED})
 
 
 def slot_key(scope: str, agent_id: str | None, store: str | None, slot: str) -> str:
