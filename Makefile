@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: up test install lint fmt bench record-histories config-doc clean
+.PHONY: up test install browser lint fmt bench record-histories config-doc clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,7 +21,14 @@ install: $(STAMP)
 up: $(STAMP)
 	$(BIN)/memwarden up $(ARGS)
 
-test: $(STAMP)
+# The /me page's browser tests drive Debian's Chromium through Playwright (never a browser download):
+# installed from Debian's packages when it is missing.
+browser:
+	@test -x /usr/bin/chromium || { echo "installing Debian's chromium (browser tests)"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }; }
+
+test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

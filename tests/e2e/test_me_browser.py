@@ -2,7 +2,7 @@
 
 Against the real stack (Temporal dev server, worker over SQLite + Qdrant Edge, the API under uvicorn),
 as the other integration tests run it. Playwright is pointed at /usr/bin/chromium through
-`executable_path` (`.ci/run` installs Debian's package when it is missing); no browser is downloaded.
+`executable_path` (`make test` installs Debian's package when it is missing); no browser is downloaded.
 Each test signs in through the page's own form, as a person would, and works by labels and roles.
 Screenshots are kept under test-artifacts/me/ (gitignored) as the run's artefacts.
 """
@@ -41,7 +41,7 @@ async def api(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Api]:
 
 
 def _prepare() -> None:
-    assert CHROMIUM.exists(), "Debian's chromium is required (apt-get install -y chromium; .ci/run does it)"
+    assert CHROMIUM.exists(), "Debian's chromium is required (apt-get install -y chromium; make test does it)"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
 
 
