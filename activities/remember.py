@@ -79,6 +79,16 @@ def candidate_gone(memory_id: str) -> ApplicationError:
     return ApplicationError(f"candidate {memory_id} is gone", type="CandidateGone", non_retryable=True)
 
 
+PARK_GRACE_ATTEMPTS = 4
+"""Attempts (~1.4 s of retry backoff) that a missing claim check with no effect on record counts as not yet
+parked rather than gone: the API parks beside the workflow start when it hosts a worker (api.routes.memories)."""
+
+
+def not_parked_yet(memory_id: str) -> ApplicationError:
+    """No claim check and no effect on record, early on: the API may still be parking it (retryable)."""
+    return ApplicationError(f"candidate {memory_id} is not parked yet", type="CandidateNotParked")
+
+
 def namespace_filter(c: RememberInput) -> ReadFilter:
     """Exactly the candidate's own namespace: dedupe and slots never reach across namespaces."""
     if c.scope is Scope.SHARED:
@@ -187,7 +197,10 @@ class RememberActivities:
         """
         if c.subject_ref is None:
             return c
-        ids = await resolve_handle(self.deps.store, c.subject_ref)
+        prepared = self.deps.prepared
+        ids: dict[str, Any] | None = prepared.take_ids(c.subject_ref) if prepared is not None else None
+        if ids is None:
+            ids = await resolve_handle(self.deps.store, c.subject_ref)
         if ids is None:
             row = await self.deps.store.get_memory(c.tenant_id, c.memory_id)
             if row is None:
@@ -240,19 +253,33 @@ class RememberActivities:
         return screened
 
     async def _screen(
-        self, c: RememberInput, policy: GatePolicy, content: str, *, enabled: bool, quarantined: bool
+        self,
+        c: RememberInput,
+        policy: GatePolicy,
+        content: str,
+        *,
+        enabled: bool,
+        quarantined: bool,
+        prepared_vector: list[float] | None = None,
     ) -> tuple[Screened, str]:
         """Screening proper: detector codes, then (unless already rejected) the nearest live memory and the
-        slot's holder. Returns what the gate decides on and the text that would be stored (redacted)."""
+        slot's holder. Returns what the gate decides on and the text that would be stored (redacted).
+
+        `prepared_vector`: the API of this process embedded the content as the request arrived; the
+        detectors then run inline (in a thread they only add a GIL hand-off)."""
         store = self.deps.store
-        # Embedding (onnxruntime, off the GIL) runs beside the detectors (Python), on the other core: most
-        # candidates are embedded as they are. The vector of a candidate that is then rejected or redacted
-        # is dropped unused: it is never compared, cached or stored.
-        speculative = asyncio.ensure_future(self._embed([content]))
-        try:
-            screening = await asyncio.to_thread(detect.screen, content, source_kind=c.source_kind)
-        finally:
-            [raw_dense] = await speculative
+        raw_dense = prepared_vector
+        if raw_dense is not None:
+            screening = detect.screen(content, source_kind=c.source_kind)
+        else:
+            # Embedding (onnxruntime, off the GIL) runs beside the detectors (Python), on the other core:
+            # most candidates are embedded as they are. The vector of a candidate that is then rejected or
+            # redacted is dropped unused: it is never compared, cached or stored.
+            speculative = asyncio.ensure_future(self._embed([content]))
+            try:
+                screening = await asyncio.to_thread(detect.screen, content, source_kind=c.source_kind)
+            finally:
+                [raw_dense] = await speculative
         screened = Screened(screening=screening, memory_enabled=enabled, source_quarantined=quarantined)
         inp = screened.gate_input(c)
         if precheck(inp, policy) is not None:
@@ -303,13 +330,19 @@ class RememberActivities:
         (committed or pending) or the decision's audit event (REJECT, NOOP).
         """
         c = await self._hydrate(c)
+        prepared = self.deps.prepared
+        if prepared is not None:  # the API of this process may still be parking the claim check
+            await prepared.parked(c.candidate_ref)
         ref = c.source_ref
         enabled, content, quarantined = await self.deps.store.screen_inputs(
             c.tenant_id, c.owner_id, c.candidate_ref, (ref.system, ref.key) if ref is not None else None
         )
         if content is None:
             return await self._remembered_before(c)
-        screened, _ = await self._screen(c, policy, content, enabled=enabled, quarantined=quarantined)
+        ready = await prepared.take_candidate(c.candidate_ref, content) if prepared is not None else None
+        screened, _ = await self._screen(
+            c, policy, content, enabled=enabled, quarantined=quarantined, prepared_vector=ready
+        )
         decision = decide(screened.gate_input(c), screened.lookup, policy)
         if decision.decision in (Decision.REJECT, Decision.NOOP):
             result = RememberResult(
@@ -361,6 +394,8 @@ class RememberActivities:
                     )
                     result = RememberResult(decision=decision, reason=event.reason, memory_id=gate.duplicate_of)
                     return Remembered(decision=gate, result=result)
+            if activity.info().attempt < PARK_GRACE_ATTEMPTS:
+                raise not_parked_yet(c.memory_id)
             raise candidate_gone(c.memory_id)
         untrusted = existing.confidence < 1.0 and existing.source_kind is SourceKind.TOOL
         lifetime = existing.expires_at - existing.created_at if existing.expires_at else None

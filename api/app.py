@@ -17,7 +17,7 @@ from api.state import ApiState
 from api.telemetry import metrics_router
 from api.usage import LastUsedRecorder
 from memwarden.config import Settings
-from memwarden.prepared import PreparedQueries
+from memwarden.prepared import PreparedRequests
 from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import SqlStore, open_store
 
@@ -27,7 +27,7 @@ def create_app(
     *,
     temporal: Client | None = None,
     store: SqlStore | None = None,
-    prepared: PreparedQueries | None = None,
+    prepared: PreparedRequests | None = None,
 ) -> FastAPI:
     """Build the app; pass `temporal` to share a client with an in-process worker (eager start),
     and that worker's `prepared` queries so searches start embedding before the workflow starts."""

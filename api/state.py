@@ -12,7 +12,7 @@ from api.problems import Problem
 from api.usage import LastUsedRecorder
 from memwarden.config import Settings
 from memwarden.identity import AuthError, Principal, Role, verify_token
-from memwarden.prepared import PreparedQueries
+from memwarden.prepared import PreparedRequests
 from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import SqlStore
 
@@ -26,7 +26,7 @@ class ApiState:
     """Batches `last_used_at` writes off the read path (started by the app's lifespan)."""
     sources: SourceRegistry | None = None
     """Systems of record (sources.toml): which system principal may post events for which source."""
-    prepared: PreparedQueries | None = None
+    prepared: PreparedRequests | None = None
     """The in-process worker's query tier, when this process hosts one (see memwarden.prepared)."""
 
 

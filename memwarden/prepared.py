@@ -1,11 +1,15 @@
-"""The search query's in-process tier: embedding starts before Temporal has started the workflow.
+"""The in-process tier of requests in flight: their CPU work starts before Temporal has started the workflow.
 
 Why: in the embedded profile (`memwarden up`) the API and the worker share one process and
-RetrieveWorkflow starts eagerly, so its local activity runs in this very process. Embedding the
-query (~4 ms of MiniLM) used to wait until the activity had read the parked query back from the
-store; now the API hands the text here as the request arrives, a worker thread embeds it while
-the API parks the claim check and Temporal starts the workflow, and the activity takes text and
-vector from here instead of reading the store and embedding again.
+RetrieveWorkflow and RememberWorkflow start eagerly, so their local activity runs in this very
+process. Embedding the query (~4 ms of MiniLM) or a candidate (~6 ms) used to wait until the
+activity had read the parked text back from the store; now the API hands the text here as the
+request arrives, a worker thread embeds it while the API parks the claim check and Temporal starts
+the workflow, and the activity takes the vector from here instead of embedding again. The ids a
+subject handle parks (a search's read filter, a write's owner and writer) are held here too, so the
+activity need not read them back, and so is the write's park in flight, so the activity can wait
+for it to land. Only embedding is done ahead: onnxruntime runs off the GIL, whereas the detectors
+(pure Python) in a thread measured slower than inline, as they held the GIL against the event loop.
 
 It is a cache, never the only copy: the claim check in the store is still written, so an
 activity on another worker (eager start declined, production's separate API process) or a retried
@@ -18,7 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import threading
+from dataclasses import dataclass
 
 from memwarden.embed import Embedder
 from memwarden.records import ReadFilter
@@ -27,8 +33,17 @@ MAX_IN_FLIGHT = 1024
 """A bound on entries, in case a caller forgets to discard: the oldest goes first."""
 
 
-class PreparedQueries:
-    """Query text and its embedding (computing in a worker thread), by claim-check reference."""
+@dataclass(frozen=True)
+class PreparedCandidate:
+    """A write's text with its embedding as it computes (or failed: then the activity embeds again)."""
+
+    text: str
+    vector: concurrent.futures.Future[list[float]]
+
+
+class PreparedRequests:
+    """Query and candidate texts with their embeddings (computing in worker threads), by claim-check
+    reference, and the ids held under subject handles."""
 
     def __init__(self, embedder: Embedder, *, threads: int = 2, capacity: int = MAX_IN_FLIGHT) -> None:
         if threads < 1 or capacity < 1:
@@ -37,7 +52,9 @@ class PreparedQueries:
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mw-query-embed")
         self._capacity = capacity
         self._entries: dict[str, tuple[str, concurrent.futures.Future[list[float]]]] = {}
-        self._filters: dict[str, ReadFilter] = {}
+        self._candidates: dict[str, PreparedCandidate] = {}
+        self._subjects: dict[str, ReadFilter | dict[str, str | None]] = {}
+        self._parking: dict[str, asyncio.Future[None]] = {}
         self._lock = threading.Lock()
 
     def prepare(self, ref: str, text: str) -> None:
@@ -48,25 +65,78 @@ class PreparedQueries:
             while len(self._entries) > self._capacity:
                 self._entries.pop(next(iter(self._entries)))
 
+    def prepare_candidate(self, ref: str, text: str) -> None:
+        """Start embedding a write's `text` for the claim check `ref` (returns at once)."""
+        entry = PreparedCandidate(text=text, vector=self._pool.submit(self._embed_one, text))
+        with self._lock:
+            self._candidates[ref] = entry
+            while len(self._candidates) > self._capacity:
+                self._candidates.pop(next(iter(self._candidates)))
+
+    async def take_candidate(self, ref: str, text: str) -> list[float] | None:
+        """The vector for `ref`, removing the entry, if it was prepared from this very text (the store's
+        claim check is the authority: an entry that disagrees is dropped unused); None when absent or
+        its embedding failed (the caller embeds for itself, and reports a real failure from there)."""
+        with self._lock:
+            entry = self._candidates.pop(ref, None)
+        if entry is None or entry.text != text:
+            return None
+        try:
+            return await asyncio.wrap_future(entry.vector)
+        except Exception:
+            return None
+
+    def hold_parking(self, ref: str, parking: asyncio.Future[None]) -> None:
+        """The claim check `ref` is being written beside the workflow start: the activity awaits `parking`
+        before it reads the store (`parked`), so it never reads, nor drops, a row that has not landed."""
+        with self._lock:
+            self._parking[ref] = parking
+            while len(self._parking) > self._capacity:
+                self._parking.pop(next(iter(self._parking)))
+
+    async def parked(self, ref: str) -> None:
+        """Wait until the claim check `ref` held by `hold_parking` has landed (or failed to); at once when
+        none is held here, or it was held on another event loop (the store's row then speaks alone)."""
+        with self._lock:
+            parking = self._parking.pop(ref, None)
+        if parking is None or parking.get_loop() is not asyncio.get_running_loop():
+            return
+        with contextlib.suppress(Exception):  # a failed park shows as an absent claim check
+            await asyncio.shield(parking)
+
     def hold_filter(self, ref: str, read_filter: ReadFilter) -> None:
         """Keep the read filter parked under subject handle `ref` here too, so the in-process activity
         need not wait for the store's copy (which is written beside the workflow start)."""
+        self._hold(ref, read_filter)
+
+    def hold_ids(self, ref: str, ids: dict[str, str | None]) -> None:
+        """Keep the ids a write's subject handle parks (owner, writer), for the in-process activity."""
+        self._hold(ref, dict(ids))
+
+    def _hold(self, ref: str, value: ReadFilter | dict[str, str | None]) -> None:
         with self._lock:
-            self._filters[ref] = read_filter
-            while len(self._filters) > self._capacity:
-                self._filters.pop(next(iter(self._filters)))
+            self._subjects[ref] = value
+            while len(self._subjects) > self._capacity:
+                self._subjects.pop(next(iter(self._subjects)))
 
     def take_filter(self, ref: str) -> ReadFilter | None:
         """The read filter held for `ref`, removing it; None sends the caller to the store's handle."""
         with self._lock:
-            return self._filters.pop(ref, None)
+            held = self._subjects.pop(ref, None)
+        return held if isinstance(held, ReadFilter) else None
+
+    def take_ids(self, ref: str) -> dict[str, str | None] | None:
+        """The ids held for write handle `ref`, removing them; None sends the caller to the store's handle."""
+        with self._lock:
+            held = self._subjects.pop(ref, None)
+        return held if isinstance(held, dict) else None
 
     def _embed_one(self, text: str) -> list[float]:
         [vector] = self._embedder.embed([text])
         return vector
 
     async def take(self, ref: str) -> tuple[str, list[float]] | None:
-        """The text and vector for `ref`, removing the entry; None when absent or its embedding failed.
+        """The query text and vector for `ref`, removing the entry; None when absent or its embedding failed.
 
         None sends the caller to the store's claim check, which is always there as well.
         """
@@ -85,15 +155,19 @@ class PreparedQueries:
         """Forget `ref` (idempotent); an embedding still running finishes and is dropped."""
         with self._lock:
             self._entries.pop(ref, None)
-            self._filters.pop(ref, None)
+            self._candidates.pop(ref, None)
+            self._subjects.pop(ref, None)
+            self._parking.pop(ref, None)
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._entries)
+            return len(self._entries) + len(self._candidates)
 
     def close(self) -> None:
         """Drop every entry and stop the threads (running embeddings finish first)."""
         with self._lock:
             self._entries.clear()
-            self._filters.clear()
+            self._candidates.clear()
+            self._subjects.clear()
+            self._parking.clear()
         self._pool.shutdown(wait=True)

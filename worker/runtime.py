@@ -22,7 +22,7 @@ from activities.summaries import SummaryActivities
 from memwarden import detect
 from memwarden.config import Settings
 from memwarden.embed import Embedder, default_embedder
-from memwarden.prepared import PreparedQueries
+from memwarden.prepared import PreparedRequests
 from memwarden.stores.cache import open_cache
 from memwarden.stores.replicas import ReplicaStore
 from memwarden.stores.sources import SourceRegistry
@@ -52,7 +52,7 @@ async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> 
     await asyncio.to_thread(detect.warm_up)
     replicas = [await ReplicaStore.open(url) for url in settings.replica_urls]
     sources = SourceRegistry.from_file(settings.sources_path)
-    prepared = PreparedQueries(emb)
+    prepared = PreparedRequests(emb)
     deps = Deps(
         settings=settings,
         store=store,

@@ -17,7 +17,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body
 
 from api.problems import Problem
-from api.routes.memories import _execute_remember, _nul_field, _replay, _scoped_key, park_write
+from api.routes.memories import _nul_field, _replay, _scoped_key, remember
 from api.schemas import MemoryPatchIn, RememberOut
 from api.state import ApiState, Caller, State
 from api.telemetry import traced
@@ -152,8 +152,7 @@ async def patch_memory(
         idempotency_key=scoped_key,
         actor=caller.actor,
     )
-    request = await park_write(state, request, body.content, now)
-    result = await _execute_remember(state, request, workflow_id, digest)
+    result = await remember(state, request, body.content, now, workflow_id, digest)
     stored = None
     if result.decision in (Decision.ADD, Decision.UPDATE, Decision.PENDING) and result.memory_id == new_id:
         stored = await state.store.get_memory(caller.tenant, new_id)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -121,8 +123,7 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
         actor=caller.actor,
         confirm_requested=candidate.confirm_requested,
     )
-    request = await park_write(state, request, candidate.content, now)
-    result = await _execute_remember(state, request, workflow_id, digest)
+    result = await remember(state, request, candidate.content, now, workflow_id, digest)
     return RememberOut(
         decision=result.decision,
         reason=result.reason,
@@ -137,8 +138,47 @@ def _pseudonym(state: ApiState, caller: Principal) -> str:
     return Pseudonymizer(subject_key(state.settings.auth_secret_value)).actor(caller.tenant, caller.actor)
 
 
-async def park_write(state: ApiState, request: RememberInput, content: str, now: datetime) -> RememberInput:
-    """Park the content and a subject handle in one transaction; return the input history will hold.
+async def remember(
+    state: ApiState, request: RememberInput, content: str, now: datetime, workflow_id: str, digest: str
+) -> RememberResult:
+    """Park the write, run RememberWorkflow and return its decision.
+
+    The content and a subject handle are parked in one transaction (the claim check, which keeps the
+    owner's id and the writer out of history), not fsynced: the commit that makes the memory durable
+    fsyncs the log they are in, and a park lost to a power cut only fails a write that had no answer yet.
+
+    When this process hosts the worker (`state.prepared`), embedding starts here in a worker thread,
+    and parking runs beside the workflow start instead of before it: the in-process activity awaits it
+    before its first read (memwarden.prepared). An activity on another worker (eager start declined)
+    that reads before the row lands is retried (`CandidateNotParked`).
+    """
+    sealed, rows, ids = _sealed_write(state, request, content, now)
+    prepared = state.prepared
+    if prepared is None:
+        await state.store.put_candidates(rows, durable=False)
+        return await _execute_remember(state, sealed, workflow_id, digest)
+    handle = sealed.subject_ref
+    assert handle is not None
+    prepared.prepare_candidate(request.candidate_ref, content)
+    prepared.hold_ids(handle, ids)
+    parking = asyncio.ensure_future(state.store.put_candidates(rows, durable=False))
+    prepared.hold_parking(request.candidate_ref, parking)
+    try:
+        result = await _execute_remember(state, sealed, workflow_id, digest)
+        await parking
+        return result
+    finally:
+        if not parking.done():
+            with contextlib.suppress(Exception):
+                await parking
+        for ref in (request.candidate_ref, handle):  # entries the activity did not take (a replay, a failure)
+            prepared.discard(ref)
+
+
+def _sealed_write(
+    state: ApiState, request: RememberInput, content: str, now: datetime
+) -> tuple[RememberInput, list[tuple[str, str, str, datetime]], dict[str, str | None]]:
+    """The input history will hold, the claim-check rows to park, and the ids its subject handle holds.
 
     The handle keeps the owner's id and the writer out of RememberWorkflow's history (erasing the owner
     deletes it), and the actor goes in as the audit log's pseudonym (it is only ever audited).
@@ -147,13 +187,11 @@ async def park_write(state: ApiState, request: RememberInput, content: str, now:
     handle = new_handle(key, request.tenant_id, request.owner_id)
     expires = now + CLAIM_CHECK_TTL
     ids = {"owner_id": request.owner_id, "writer": request.provenance.writer}
-    await state.store.put_candidates(
-        [
-            (request.candidate_ref, request.tenant_id, content, expires),
-            handle_row(handle, request.tenant_id, ids, expires),
-        ]
-    )
-    return request.model_copy(
+    rows = [
+        (request.candidate_ref, request.tenant_id, content, expires),
+        handle_row(handle, request.tenant_id, ids, expires),
+    ]
+    sealed = request.model_copy(
         update={
             "owner_id": "",
             "actor": Pseudonymizer(key).actor(request.tenant_id, request.actor),
@@ -161,6 +199,7 @@ async def park_write(state: ApiState, request: RememberInput, content: str, now:
             "subject_ref": handle,
         }
     )
+    return sealed, rows, ids
 
 
 async def _execute_remember(state: ApiState, request: RememberInput, workflow_id: str, digest: str) -> RememberResult:

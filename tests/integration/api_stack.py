@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from activities.deps import Deps
 from memwarden.config import Settings
 from memwarden.identity import mint_token
 from memwarden.stores.sql import SqlStore
@@ -29,6 +30,8 @@ class Api:
     base_url: str
     settings: Settings
     store: SqlStore
+    deps: Deps
+    """The in-process worker's stores and tier (tests that check what the activity took from where)."""
 
     def token(self, tenant: str, sub: str, role: str = "user", **claims: Any) -> str:
         return mint_token(self.settings.auth_secret_value, tenant=tenant, sub=sub, role=role, **claims)
@@ -41,7 +44,7 @@ class Api:
 async def embedded_api(data_dir: Path, **overrides: Any) -> AsyncIterator[Api]:
     """Dev server, worker and API under uvicorn (tests/stack_support.py), all torn down on exit."""
     async with embedded_stack(data_dir, **overrides) as stack:
-        yield Api(stack.base_url, stack.settings, stack.deps.store)
+        yield Api(stack.base_url, stack.settings, stack.deps.store, stack.deps)
 
 
 def assert_problem(

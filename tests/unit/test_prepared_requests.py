@@ -1,4 +1,4 @@
-"""The search query's in-process tier: the real MiniLM model, real threads; no store involved."""
+"""The in-process tier of requests in flight: the real MiniLM model, real threads; no store involved."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from memwarden.embed import MiniLMEmbedder, default_embedder
-from memwarden.prepared import PreparedQueries
+from memwarden.prepared import PreparedRequests
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +17,7 @@ def embedder() -> MiniLMEmbedder:
 
 
 async def test_take_returns_the_text_and_the_same_vector_the_activity_would_compute(embedder: MiniLMEmbedder) -> None:
-    prepared = PreparedQueries(embedder)
+    prepared = PreparedRequests(embedder)
     try:
         prepared.prepare("query-1", "where does my sister live")
         assert len(prepared) == 1
@@ -33,7 +33,7 @@ async def test_take_returns_the_text_and_the_same_vector_the_activity_would_comp
 
 
 async def test_unknown_and_discarded_refs_send_the_caller_to_the_store(embedder: MiniLMEmbedder) -> None:
-    prepared = PreparedQueries(embedder)
+    prepared = PreparedRequests(embedder)
     try:
         assert await prepared.take("never-prepared") is None
         prepared.prepare("query-2", "anything")
@@ -53,7 +53,7 @@ class _Failing:
 
 
 async def test_a_failed_embedding_is_none_not_an_error() -> None:
-    prepared = PreparedQueries(_Failing())
+    prepared = PreparedRequests(_Failing())
     try:
         prepared.prepare("query-3", "x")
         assert await prepared.take("query-3") is None
@@ -78,7 +78,7 @@ class _Gated:
 
 async def test_prepare_returns_at_once_and_embedding_runs_meanwhile() -> None:
     gated = _Gated()
-    prepared = PreparedQueries(gated)
+    prepared = PreparedRequests(gated)
     try:
         prepared.prepare("query-4", "x")  # returns while the model is still busy
         assert await asyncio.to_thread(gated.started.wait, 5)
@@ -93,7 +93,7 @@ async def test_prepare_returns_at_once_and_embedding_runs_meanwhile() -> None:
 
 
 async def test_entries_are_bounded(embedder: MiniLMEmbedder) -> None:
-    prepared = PreparedQueries(embedder, capacity=2)
+    prepared = PreparedRequests(embedder, capacity=2)
     try:
         for n in range(3):
             prepared.prepare(f"q{n}", f"text {n}")
@@ -103,4 +103,57 @@ async def test_entries_are_bounded(embedder: MiniLMEmbedder) -> None:
     finally:
         prepared.close()
     with pytest.raises(ValueError):
-        PreparedQueries(embedder, threads=0)
+        PreparedRequests(embedder, threads=0)
+
+
+async def test_a_candidate_is_embedded_and_taken_once_for_its_own_text(embedder: MiniLMEmbedder) -> None:
+    prepared = PreparedRequests(embedder)
+    try:
+        prepared.prepare_candidate("mem-1", "synthetic: keeps the teal notebook")
+        assert await prepared.take_candidate("mem-1", "some other text") is None  # the store disagrees: dropped
+        prepared.prepare_candidate("mem-1", "synthetic: keeps the teal notebook")
+        vector = await prepared.take_candidate("mem-1", "synthetic: keeps the teal notebook")
+        assert vector == embedder.embed(["synthetic: keeps the teal notebook"])[0]
+        assert await prepared.take_candidate("mem-1", "synthetic: keeps the teal notebook") is None  # once
+        assert len(prepared) == 0
+    finally:
+        prepared.close()
+
+
+async def test_held_ids_and_filters_are_taken_by_their_own_kind_once(embedder: MiniLMEmbedder) -> None:
+    prepared = PreparedRequests(embedder)
+    try:
+        prepared.hold_ids("subject-a", {"owner_id": "alice", "writer": "user:alice"})
+        assert prepared.take_filter("subject-a") is None  # not a read filter: dropped, the store serves
+        prepared.hold_ids("subject-a", {"owner_id": "alice", "writer": None})
+        assert prepared.take_ids("subject-a") == {"owner_id": "alice", "writer": None}
+        assert prepared.take_ids("subject-a") is None
+        prepared.hold_ids("subject-b", {"owner_id": "bob", "writer": None})
+        prepared.discard("subject-b")
+        assert prepared.take_ids("subject-b") is None
+    finally:
+        prepared.close()
+
+
+async def test_parked_waits_for_the_park_in_flight_and_not_for_a_failed_one(embedder: MiniLMEmbedder) -> None:
+    prepared = PreparedRequests(embedder)
+    try:
+        landed = asyncio.Event()
+
+        async def park() -> None:
+            await asyncio.sleep(0.05)
+            landed.set()
+
+        prepared.hold_parking("mem-3", asyncio.ensure_future(park()))
+        await prepared.parked("mem-3")
+        assert landed.is_set()
+        await asyncio.wait_for(prepared.parked("mem-3"), 1)  # taken: returns at once
+        await asyncio.wait_for(prepared.parked("never-held"), 1)
+
+        async def fail() -> None:
+            raise ValueError("candidate ref belongs to another tenant")
+
+        prepared.hold_parking("mem-4", asyncio.ensure_future(fail()))
+        await prepared.parked("mem-4")  # the absent claim check speaks for it
+    finally:
+        prepared.close()
