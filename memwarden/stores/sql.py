@@ -69,6 +69,7 @@ from memwarden.stores.sql_models import (
     owner_settings,
     quarantined_sources,
 )
+from memwarden.stores.sqlite_inline import inline_creator
 
 _log = logging.getLogger("memwarden.audit")
 
@@ -180,10 +181,11 @@ class SqlStore:
             if database in ("", ":memory:") or database.startswith("file:"):
                 raise ValueError("SQLite needs a file path (in-memory databases are per-connection)")
             await asyncio.to_thread(_ensure_parent_dir, database)
-            engine = create_async_engine(sa_url)
+            # Statements run on the event loop's thread unless they may wait (memwarden.stores.sqlite_inline).
+            engine = create_async_engine(sa_url, async_creator=inline_creator(database, durable=True))
             event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
             event.listen(engine.sync_engine, "begin", _sqlite_on_begin)
-            ephemeral = create_async_engine(sa_url)
+            ephemeral = create_async_engine(sa_url, async_creator=inline_creator(database, durable=False))
             event.listen(ephemeral.sync_engine, "connect", _sqlite_on_connect_ephemeral)
             event.listen(ephemeral.sync_engine, "begin", _sqlite_on_begin)
         elif backend == "postgresql":

@@ -1,0 +1,73 @@
+"""The inline SQLite connection (memwarden.stores.sqlite_inline) over real SQLite files.
+
+What it must keep: statements that can wait for a lock run off the event loop (another connection's
+writer must be able to finish while one waits), and short statements run on the loop's own thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from memwarden.stores.sql import SqlStore
+
+
+async def _store(path: Path) -> SqlStore:
+    store = await SqlStore.open(f"sqlite+aiosqlite:///{path}")
+    await store.migrate()
+    return store
+
+
+async def test_a_writer_waiting_for_another_connections_lock_does_not_stop_the_event_loop(tmp_path: Path) -> None:
+    """Two stores on one file (as two processes would be): B's BEGIN IMMEDIATE waits for A's open write
+    transaction in a thread, so the loop keeps running A to its commit, and then B's write lands."""
+    db = tmp_path / "locks.db"
+    a, b = await _store(db), await _store(db)
+    try:
+        holding, release = asyncio.Event(), asyncio.Event()
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not release.is_set():
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        async def writer_a() -> None:
+            async with a.transaction() as conn:
+                await conn.execute(sa.text("UPDATE owner_settings SET memory_enabled = memory_enabled WHERE 1 = 0"))
+                holding.set()
+                await release.wait()
+
+        task_a = asyncio.create_task(writer_a())
+        await asyncio.wait_for(holding.wait(), 10)
+        tick = asyncio.create_task(ticker())
+        write_b = asyncio.create_task(b.put_settings("t-locks", "alice", False, datetime.now(UTC)))
+        await asyncio.sleep(0.3)
+        assert not write_b.done()  # B waits for the lock A holds...
+        assert ticks >= 10  # ...without stopping the loop (inline, it would block it for the busy timeout)
+        release.set()
+        await asyncio.wait_for(asyncio.gather(task_a, write_b, tick), 10)
+        assert await a.get_settings("t-locks", "alice") is False
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_reads_run_on_the_event_loops_thread_and_commits_do_not(tmp_path: Path) -> None:
+    store = await _store(tmp_path / "threads.db")
+    seen: list[int] = []
+    try:
+        async with store.engine.connect() as conn:
+            raw = await conn.get_raw_connection()
+            driver = raw.driver_connection
+            assert driver is not None
+            await driver.create_function("mw_thread", 0, lambda: seen.append(threading.get_ident()) or 1)
+            await conn.execute(sa.text("SELECT mw_thread()"))
+        assert seen == [threading.get_ident()]
+    finally:
+        await store.close()
