@@ -70,6 +70,8 @@ from workflows.names import (
 LIVE = (Status.ACTIVE, Status.STALE)
 FORGOTTEN = (Status.TOMBSTONED, Status.PURGED)
 VECTOR_CACHE_SIZE = 512
+DEDUPE_SCORE_SLACK = 0.01
+"""Index scores are float32 cosines: a hit this far under the dedupe threshold is still read back and compared."""
 UNTRUSTED_CONFIDENCE = 0.5
 """Confidence stored on untrusted observations (tool output): ranked and labelled below what a person said."""
 
@@ -296,6 +298,10 @@ class RememberActivities:
                 dense=dense, read_filter=namespace_filter(c), now_ts=datetime.now(UTC).timestamp(), limit=4
             )
             hits = [h for h in hits if h.memory_id != c.memory_id]
+            if c.slot is None:
+                # Only a duplicate changes the decision then (gate step 5), and equal text scores ~1.0: hits
+                # below the threshold are not worth reading back from the store.
+                hits = [h for h in hits if h.score >= policy.dedupe_threshold - DEDUPE_SCORE_SLACK]
             if not hits:
                 return None
             found = await store.get_many(c.tenant_id, [h.memory_id for h in hits])

@@ -50,6 +50,7 @@ from memwarden.records import (
     check_transition,
     sensitivity_rank,
 )
+from memwarden.stores import sql_statements as Q
 from memwarden.stores.audit import (
     GENESIS_HASH,
     AuditEvent,
@@ -67,7 +68,6 @@ from memwarden.stores.sql_models import (
     candidates,
     memories,
     owner_settings,
-    quarantined_sources,
 )
 from memwarden.stores.sqlite_inline import inline_creator
 
@@ -326,31 +326,29 @@ class SqlStore:
     async def put_candidates(self, rows: Sequence[tuple[str, str, str, datetime]], *, durable: bool = True) -> None:
         """`put_candidate` for several (ref, tenant, content, expires_at) in one transaction (one fsync):
         a write parks its content and its subject handle together."""
-        c = candidates.c
+        upsert = Q.upsert_candidate(self.dialect)
         async with self._write(durable=durable) as conn:
             for ref, tenant_id, content, expires_at in rows:
-                stmt = self._insert(candidates).values(
-                    ref=ref, tenant_id=tenant_id, content=content, created_at=_utcnow(), expires_at=expires_at
-                )
-                stmt = stmt.on_conflict_do_update(
-                    index_elements=[c.ref],
-                    set_={"content": stmt.excluded.content, "expires_at": stmt.excluded.expires_at},
-                    where=c.tenant_id == stmt.excluded.tenant_id,
-                )
-                result = await conn.execute(stmt)
+                params = {
+                    "ref": ref,
+                    "tenant_id": tenant_id,
+                    "content": content,
+                    "created_at": _utcnow(),
+                    "expires_at": expires_at,
+                }
+                result = await conn.execute(upsert, params)
                 if result.rowcount != 1:
                     raise ValueError(f"candidate ref {ref} belongs to another tenant")
 
     async def get_candidate(self, ref: str) -> str | None:
         """The parked content, or None when absent or past its `expires_at`."""
-        c = candidates.c
         async with self._read() as conn:
-            return await conn.scalar(sa.select(c.content).where(c.ref == ref, c.expires_at > _utcnow()))
+            return await conn.scalar(Q.CANDIDATE_CONTENT, {"ref": ref, "now": _utcnow()})
 
     async def delete_candidate(self, ref: str) -> None:
         """Drop parked content once it is committed or rejected (idempotent)."""
         async with self._write() as conn:
-            await conn.execute(sa.delete(candidates).where(candidates.c.ref == ref))
+            await conn.execute(Q.DELETE_CANDIDATE, {"ref": ref})
 
     async def delete_expired_candidates(self, now: datetime) -> int:
         """Sweep parked content whose workflow never came back for it; returns how many went."""
@@ -407,18 +405,9 @@ class SqlStore:
         self, tenant_id: str, owner_id: str, scope: str, agent_id: str | None, store: str | None, slot: str
     ) -> MemoryRecord | None:
         """The live (active or stale) memory holding this slot in this namespace, if any."""
-        m = memories.c
-        key = slot_key(scope, agent_id, store, slot)
+        params = {"tenant_id": tenant_id, "owner_id": owner_id, "live_slot": slot_key(scope, agent_id, store, slot)}
         async with self._read() as conn:
-            row = (
-                (
-                    await conn.execute(
-                        sa.select(memories).where(m.tenant_id == tenant_id, m.owner_id == owner_id, m.live_slot == key)
-                    )
-                )
-                .mappings()
-                .first()
-            )
+            row = (await conn.execute(Q.SLOT_HOLDER, params)).mappings().first()
         return _row_to_record(row) if row is not None else None
 
     async def commit_live(
@@ -448,17 +437,14 @@ class SqlStore:
                 existing = await _select_by_id_or_key(conn, record.tenant_id, record.id, idempotency_key)
                 if existing is not None and existing.status is not Status.PENDING:
                     if drop_candidate is not None:
-                        await conn.execute(sa.delete(candidates).where(candidates.c.ref == drop_candidate))
+                        await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
                     return existing, existing.supersedes
                 superseded: str | None = None
                 key = live_slot_key(record)
                 if key is not None:
-                    query = sa.select(memories).where(
-                        m.tenant_id == record.tenant_id, m.owner_id == record.owner_id, m.live_slot == key
-                    )
-                    if self.dialect == "postgresql":
-                        query = query.with_for_update()
-                    holder_row = (await conn.execute(query)).mappings().first()
+                    query = Q.SLOT_HOLDER.with_for_update() if self.dialect == "postgresql" else Q.SLOT_HOLDER
+                    params = {"tenant_id": record.tenant_id, "owner_id": record.owner_id, "live_slot": key}
+                    holder_row = (await conn.execute(query, params)).mappings().first()
                     if holder_row is not None and holder_row["id"] != record.id:
                         holder = _row_to_record(holder_row)
                         check_transition(holder.status, Status.SUPERSEDED)
@@ -491,13 +477,13 @@ class SqlStore:
                     values = _record_to_row(live)
                     values["idempotency_key"] = idempotency_key
                     values["derived_from"] = list(derived_from) if derived_from is not None else None
-                    row = (await conn.execute(sa.insert(memories).values(**values).returning(*memories.c))).mappings()
+                    row = (await conn.execute(Q.INSERT_MEMORY, values)).mappings()
                     stored = _row_to_record(row.one())
                 assert stored is not None
                 if audit is not None:
                     await self._append_audit(conn, audit(stored))
                 if drop_candidate is not None:
-                    await conn.execute(sa.delete(candidates).where(candidates.c.ref == drop_candidate))
+                    await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
         except IntegrityError as exc:
             raise ConcurrencyConflict(record.id, None, None) from exc
         assert stored is not None
@@ -553,24 +539,20 @@ class SqlStore:
         so the parked content never outlives the decision and the decision is never lost with it."""
         async with self._write() as conn:
             await self._append_audit(conn, event)
-            await conn.execute(sa.delete(candidates).where(candidates.c.ref == drop_candidate))
+            await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
 
     async def screen_inputs(
         self, tenant_id: str, owner_id: str, ref: str, source: tuple[str, str] | None
     ) -> tuple[bool, str | None, bool]:
         """What screening reads before anything else, in one statement: (memory on for the owner, the parked
         content or None, whether the cited source record `(system, key)` is quarantined)."""
-        s, c, q = owner_settings.c, candidates.c, quarantined_sources.c
-        quarantined: ColumnElement[bool] = sa.false()
+        params: dict[str, Any] = {"tenant_id": tenant_id, "owner_id": owner_id, "ref": ref, "now": _utcnow()}
+        stmt = Q.SCREEN_INPUTS
         if source is not None:
-            quarantined = sa.exists().where(q.tenant_id == tenant_id, q.system == source[0], q.key == source[1])
-        stmt = sa.select(
-            sa.select(s.memory_enabled).where(s.tenant_id == tenant_id, s.owner_id == owner_id).scalar_subquery(),
-            sa.select(c.content).where(c.ref == ref, c.expires_at > _utcnow()).scalar_subquery(),
-            quarantined,
-        )
+            stmt = Q.SCREEN_INPUTS_WITH_SOURCE
+            params |= {"system": source[0], "key": source[1]}
         async with self._read() as conn:
-            enabled, content, is_quarantined = (await conn.execute(stmt)).one()
+            enabled, content, is_quarantined = (await conn.execute(stmt, params)).one()
         return (True if enabled is None else bool(enabled)), content, bool(is_quarantined)
 
     async def get_audit_event(self, event_id: str) -> AuditEvent | None:
@@ -590,13 +572,10 @@ class SqlStore:
         By primary key: the tenant test is `tenant_id || '' = ?` (see `read_filter_clause`), or
         SQLite walks the whole tenant through its tenant-led index.
         """
-        m = memories.c
         found: dict[str, MemoryRecord] = {}
         async with self._read() as conn:
             for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
-                rows = await conn.execute(
-                    sa.select(memories).where(m.tenant_id.concat("") == tenant_id, m.id.in_(chunk))
-                )
+                rows = await conn.execute(Q.MEMORIES_BY_IDS, {"tenant_id": tenant_id, "ids": chunk})
                 for row in rows.mappings():
                     found[row["id"]] = _row_to_record(row)
         return found
@@ -930,30 +909,19 @@ class SqlStore:
 
     async def _append_audit(self, conn: AsyncConnection, event: AuditEventIn) -> None:
         """`append_audit` inside a transaction the caller holds (so a change and its event land together)."""
-        a = audit_events.c
         if self._pseudonyms is not None:
             event = self._pseudonyms.event(event)
         await self._lock_audit(conn)
         # One statement: is this id already in the chain, and what is the head's hash.
-        seen, prev = (
-            await conn.execute(
-                sa.select(
-                    sa.select(a.seq).where(a.id == event.id).scalar_subquery(),
-                    sa.select(a.hash).order_by(a.seq.desc()).limit(1).scalar_subquery(),
-                )
-            )
-        ).one()
+        seen, prev = (await conn.execute(Q.AUDIT_SEEN_AND_HEAD, {"id": event.id})).one()
         if seen is not None:
             return
         prev_hash = prev or GENESIS_HASH
         head_hash = chain_hash(prev_hash, event)
-        seq = await conn.scalar(
-            sa.insert(audit_events)
-            .values(**{f: getattr(event, f) for f in _AUDIT_FIELDS}, prev_hash=prev_hash, hash=head_hash)
-            .returning(a.seq)
-        )
+        row = {f: getattr(event, f) for f in _AUDIT_FIELDS} | {"prev_hash": prev_hash, "hash": head_hash}
+        seq = await conn.scalar(Q.INSERT_AUDIT_EVENT, row)
         if self._signer is not None:
-            last = await conn.scalar(sa.select(sa.func.max(audit_checkpoints.c.seq)))
+            last = await conn.scalar(Q.LAST_CHECKPOINT_SEQ)
             if int(seq) - int(last or 0) >= self._checkpoint_every:
                 await self._write_checkpoint(conn, int(seq), head_hash, int(last or 0))
 
@@ -1335,10 +1303,7 @@ def _sqlite_on_begin(conn: Connection) -> None:
 
 
 async def _select_memory(conn: AsyncConnection, tenant_id: str, memory_id: str) -> MemoryRecord | None:
-    m = memories.c
-    row = (
-        (await conn.execute(sa.select(memories).where(m.tenant_id == tenant_id, m.id == memory_id))).mappings().first()
-    )
+    row = (await conn.execute(Q.MEMORY_BY_ID, {"tenant_id": tenant_id, "id": memory_id})).mappings().first()
     return _row_to_record(row) if row is not None else None
 
 
@@ -1346,9 +1311,11 @@ async def _select_by_id_or_key(
     conn: AsyncConnection, tenant_id: str, memory_id: str, key: str | None
 ) -> MemoryRecord | None:
     """The row with this id, else the one with this idempotency key: one statement for both lookups."""
-    m = memories.c
-    match = m.id == memory_id if key is None else sa.or_(m.id == memory_id, m.idempotency_key == key)
-    rows = (await conn.execute(sa.select(memories).where(m.tenant_id == tenant_id, match))).mappings().all()
+    if key is None:
+        rows = (await conn.execute(Q.MEMORY_BY_ID, {"tenant_id": tenant_id, "id": memory_id})).mappings().all()
+    else:
+        params = {"tenant_id": tenant_id, "id": memory_id, "key": key}
+        rows = (await conn.execute(Q.MEMORY_BY_ID_OR_KEY, params)).mappings().all()
     by_id = [r for r in rows if r["id"] == memory_id]
     chosen = by_id[0] if by_id else (rows[0] if rows else None)
     return _row_to_record(chosen) if chosen is not None else None
