@@ -38,7 +38,7 @@ from memwarden.stores.audit import Pseudonymizer
 from memwarden.stores.subjects import handle_row, new_handle
 from memwarden.telemetry import CREATE_MEMORY
 from workflows.pending import PendingWriteWorkflow, pending_workflow_id
-from workflows.remember import RememberWorkflow
+from workflows.remember import ONE_STEP_BRANCH, RememberWorkflow
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
@@ -197,6 +197,7 @@ def _sealed_write(
             "actor": Pseudonymizer(key).actor(request.tenant_id, request.actor),
             "provenance": request.provenance.model_copy(update={"writer": None}),
             "subject_ref": handle,
+            "branch": ONE_STEP_BRANCH,
         }
     )
     return sealed, rows, ids

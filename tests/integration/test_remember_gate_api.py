@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import History
 from temporalio.client import Client
 
@@ -492,3 +493,17 @@ async def test_a_write_uses_the_in_process_tier_and_leaves_no_claim_check(api: A
         api.deps.prepared = prepared
     assert again["decision"] == "ADD"
     assert await audit_ops(api, t) == [("create", "accepted"), ("noop", "duplicate"), ("create", "accepted")]
+
+
+async def test_a_write_runs_one_local_activity_and_no_patch_call(api: Api, http: httpx.AsyncClient) -> None:
+    """The API starts today's version by input (`RememberInput.branch`): the history holds one
+    local-activity marker, and no patch marker or TemporalChangeVersion upsert (each costs a run ~1.3 ms)."""
+    added = await propose(http, api.auth(tenant(), "alice"), "synthetic: alice parks at the basalt garage, level 4")
+    assert added["decision"] == "ADD"
+    history = await Client.connect(api.settings.temporal_address)
+    events = (await history.get_workflow_handle(added["workflow_id"]).fetch_history()).events
+    kinds = [EventType.Name(e.event_type) for e in events]
+    assert kinds.count("EVENT_TYPE_MARKER_RECORDED") == 1
+    assert "EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES" not in kinds
+    [marker] = [e for e in events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
+    assert marker.marker_recorded_event_attributes.marker_name == "core_local_activity"
