@@ -42,9 +42,9 @@ import httpx  # noqa: E402
 from temporalio.worker import Worker  # noqa: E402
 
 from bench.floor import FloorWorkflow, noop  # noqa: E402
+from bench.stack import FLOOR_SANDBOX  # noqa: E402
 from tests.integration.api_stack import Api, embedded_api  # noqa: E402
 from worker.runtime import MAX_CONCURRENT_LOCAL_ACTIVITIES  # noqa: E402
-from worker.sandbox import SANDBOX  # noqa: E402
 from worker.temporal_client import connect  # noqa: E402
 
 WORDS = (
@@ -97,13 +97,14 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             floor_queue = f"floor-{uuid.uuid4().hex[:6]}"
             async with (
                 # Sandboxed like RememberWorkflow (an unsandboxed floor measured ~3 ms cheaper at p50 than a real
-                # workflow can be), same client, so the same codec, data converter and interceptors.
+                # workflow can be), its module passed through as workflows/ is (re-imported on every run it was
+                # slower than fair), same client, so the same codec, data converter and interceptors.
                 Worker(
                     client,
                     task_queue=floor_queue,
                     workflows=[FloorWorkflow],
                     activities=[noop],
-                    workflow_runner=SANDBOX,
+                    workflow_runner=FLOOR_SANDBOX,
                     max_concurrent_local_activities=MAX_CONCURRENT_LOCAL_ACTIVITIES,
                 ),
                 httpx.AsyncClient(base_url=api.base_url, timeout=60) as http,
