@@ -630,15 +630,11 @@ class SqlStore:
         found: dict[str, MemoryRecord] = {}
         async with self._write() as conn:
             if settings_owner is not None:
-                s = owner_settings.c
-                enabled = await conn.scalar(
-                    sa.select(s.memory_enabled).where(
-                        s.tenant_id == read_filter.tenant_id, s.owner_id == settings_owner
-                    )
-                )
+                params = {"tenant_id": read_filter.tenant_id, "owner_id": settings_owner}
+                enabled = await conn.scalar(Q.MEMORY_ENABLED, params)
                 if enabled is not None and not enabled:
                     if drop_candidate is not None:
-                        await conn.execute(sa.delete(candidates).where(candidates.c.ref == drop_candidate))
+                        await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
                     return None
             for chunk in _chunks(ordered, _CHUNK):
                 rows = await conn.execute(sa.select(memories).where(where, memories.c.id.in_(chunk)))
@@ -647,7 +643,7 @@ class SqlStore:
             records = [found[i] for i in ordered if i in found]
             await self._append_audit(conn, audit(records))
             if drop_candidate is not None:
-                await conn.execute(sa.delete(candidates).where(candidates.c.ref == drop_candidate))
+                await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
         return records
 
     async def eligible_meta(
@@ -873,11 +869,8 @@ class SqlStore:
 
     async def get_settings(self, tenant_id: str, owner_id: str) -> bool:
         """Whether memory is on for this person; on unless they switched it off."""
-        s = owner_settings.c
         async with self._read() as conn:
-            value = await conn.scalar(
-                sa.select(s.memory_enabled).where(s.tenant_id == tenant_id, s.owner_id == owner_id)
-            )
+            value = await conn.scalar(Q.MEMORY_ENABLED, {"tenant_id": tenant_id, "owner_id": owner_id})
         return True if value is None else bool(value)
 
     async def put_settings(self, tenant_id: str, owner_id: str, memory_enabled: bool, now: datetime) -> None:

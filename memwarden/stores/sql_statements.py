@@ -49,6 +49,12 @@ DELETE_CANDIDATE = sa.delete(candidates).where(_c.ref == sa.bindparam("ref"))
 _s, _q = owner_settings.c, quarantined_sources.c
 
 
+MEMORY_ENABLED = sa.select(_s.memory_enabled).where(
+    _s.tenant_id == sa.bindparam("tenant_id"), _s.owner_id == sa.bindparam("owner_id")
+)
+"""The owner's switch (absent: on)."""
+
+
 def _screen_inputs(with_source: bool) -> sa.Select[tuple[bool | None, str | None, bool]]:
     quarantined: sa.ColumnElement[bool] = sa.false()
     if with_source:
@@ -58,9 +64,7 @@ def _screen_inputs(with_source: bool) -> sa.Select[tuple[bool | None, str | None
             _q.key == sa.bindparam("key"),
         )
     return sa.select(
-        sa.select(_s.memory_enabled)
-        .where(_s.tenant_id == sa.bindparam("tenant_id"), _s.owner_id == sa.bindparam("owner_id"))
-        .scalar_subquery(),
+        MEMORY_ENABLED.scalar_subquery(),
         CANDIDATE_CONTENT.scalar_subquery(),
         quarantined,
     )
