@@ -8,7 +8,8 @@ A write to memory is ~13 statements, a search ~5, so the hops were a fifth of th
 This module gives SQLAlchemy's aiosqlite dialect (via `async_creator`) a connection with aiosqlite's
 interface that runs on the calling thread whatever cannot wait, and on a thread only what can:
 
-- `BEGIN IMMEDIATE` / `EXCLUSIVE` (waits for another writer's lock, up to the busy timeout);
+- `BEGIN IMMEDIATE` / `EXCLUSIVE` when another process holds the write lock (tried inline first,
+  without waiting; on a thread it waits for the lock, up to the busy timeout);
 - a write outside a transaction that holds the write lock (it may wait for that lock too);
 - `COMMIT` on a durable connection (the fsync);
 - `executemany` (bulk loads: long, and nothing else should wait behind them).
@@ -116,13 +117,34 @@ class InlineConnection:
         return self._conn.isolation_level
 
     async def run(self, sql: str, call: Callable[[], Any]) -> None:
-        """Run one statement inline when it cannot wait for a lock, else on a thread."""
+        """Run one statement inline when it cannot wait for a lock, else on a thread.
+
+        `BEGIN IMMEDIATE` is tried inline first with no busy timeout: the lock is almost always free
+        (this process's writers queue on an asyncio lock before it), and only when another process
+        holds it does the statement go to a thread to wait, with the connection's busy timeout."""
         head = sql.lstrip()[:16].upper()
-        if head.startswith(_LOCKING_BEGIN) or not (self._holds_write_lock or head.startswith(_READS)):
-            await asyncio.to_thread(call)
-        else:
+        if head.startswith(_LOCKING_BEGIN):
+            if not self._try_without_waiting(call):
+                await asyncio.to_thread(call)
+        elif self._holds_write_lock or head.startswith(_READS):
             call()
+        else:
+            await asyncio.to_thread(call)
         self.after(sql)
+
+    def _try_without_waiting(self, call: Callable[[], Any]) -> bool:
+        """Run `call` with a zero busy timeout; False (nothing done) when the database was locked."""
+        (timeout,) = self._conn.execute("PRAGMA busy_timeout").fetchone()
+        self._conn.execute("PRAGMA busy_timeout=0")
+        try:
+            call()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            return False
+        finally:
+            self._conn.execute(f"PRAGMA busy_timeout={int(timeout)}")
+        return True
 
     def after(self, sql: str) -> None:
         head = sql.lstrip()[:16].upper()
