@@ -14,8 +14,10 @@ child, the worker over SQLite + Qdrant Edge, the API under uvicorn):
 - the HTTP round trip alone (`GET /v1/settings`: auth and one read), interleaved too, to show how much of
   the gap to the floor is the web stack rather than the gate;
 - writes/s with `--clients` concurrent HTTP clients, each writing `--per-client` memories for its own person,
-  beside the floor's own rate with the same concurrency, and the CPU each costs (this process and the
-  dev server), the figure that other work on the machine hardly moves.
+  beside the floor's own rate with the same concurrency, and the CPU each costs (this process, the dev
+  server and the writers' process), the figure that other work on the machine hardly moves. The writers
+  run in a process of their own (bench/load_clients.py), as agent backends do: inside this one they took
+  the GIL from the server they measured (`--in-process-clients` runs them here, as the bench once did).
 Every text is synthetic.
 """
 
@@ -31,6 +33,7 @@ import sys
 import tempfile
 import time
 import uuid
+from asyncio.subprocess import PIPE
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -42,26 +45,16 @@ import httpx  # noqa: E402
 from temporalio.worker import Worker  # noqa: E402
 
 from bench.floor import FloorWorkflow, noop  # noqa: E402
+from bench.load_clients import body  # noqa: E402
 from bench.stack import FLOOR_SANDBOX  # noqa: E402
 from tests.integration.api_stack import Api, embedded_api  # noqa: E402
 from worker.runtime import MAX_CONCURRENT_LOCAL_ACTIVITIES  # noqa: E402
 from worker.temporal_client import connect  # noqa: E402
 
-WORDS = (
-    "harbour lantern maple quartz orchard violet canyon ember falcon meadow cobalt juniper saffron tundra "
-    "willow basalt citrus dune glacier hazel indigo kestrel lagoon marble nectar opal prairie quill russet"
-).split()
-TEMPLATES = (
-    "synthetic: {who} keeps the {a} notebook next to the {b} lamp",
-    "synthetic: {who} booked the {a} room for the {b} review on day {n}",
-    "synthetic: {who} prefers {a} tea after the {b} meeting",
-    "synthetic: {who} finished the {a} report and sent it to the {b} team",
-    "synthetic: {who} parks at the {a} garage, level {n}, near the {b} exit",
-)
-
 
 def cpu_seconds() -> float:
-    """User + system CPU of this process (all threads) and of its live children (the Temporal dev server)."""
+    """User + system CPU of this process (all threads) and of its live children (the Temporal dev server,
+    the writers' process)."""
     me = os.getpid()
     ticks = os.sysconf("SC_CLK_TCK")
     total = sum(os.times()[:2])
@@ -73,11 +66,6 @@ def cpu_seconds() -> float:
         if int(fields[1]) == me:  # ppid
             total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
     return total
-
-
-def text(rng: random.Random, who: str) -> str:
-    a, b = rng.sample(WORDS, 2)
-    return rng.choice(TEMPLATES).format(who=who, a=a, b=b, n=rng.randint(1, 999))
 
 
 def pct(values: list[float], q: float) -> float:
@@ -122,15 +110,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                     return (time.perf_counter() - start) * 1000
 
                 async def write(headers: dict[str, str], who: str, decisions: Counter[str]) -> float:
-                    body = {
-                        "content": text(rng, who),
-                        "type": "episodic",
-                        "source_kind": "user",
-                        "reason": "user_stated_fact",
-                        "importance": 0.6,
-                    }
+                    sent = body(rng, who)
                     start = time.perf_counter()
-                    answer = await http.post("/v1/memories", headers=headers, json=body)
+                    answer = await http.post("/v1/memories", headers=headers, json=sent)
                     elapsed = (time.perf_counter() - start) * 1000
                     answer.raise_for_status()
                     decisions[answer.json()["decision"]] += 1
@@ -174,9 +156,42 @@ async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any, ht
         for _ in range(args.per_client):
             await floor()
 
+    async def clients_elsewhere() -> tuple[float, float]:
+        """The writers in a process of their own (bench/load_clients.py), as agent backends are: wall
+        seconds as that process measured them, and CPU of this process and its children meanwhile (the
+        dev server and the writers' process included)."""
+        job = {
+            "base_url": api.base_url,
+            "clients": [
+                {"headers": api.auth("bench", f"person-{i}"), "who": f"person-{i}"} for i in range(args.clients)
+            ],
+            "per_client": args.per_client,
+            "seed": 11,
+        }
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bench.load_clients", cwd=ROOT, stdin=PIPE, stdout=PIPE
+        )
+        assert child.stdin is not None and child.stdout is not None
+        child.stdin.write(json.dumps(job).encode() + b"\n")
+        await child.stdin.drain()
+        assert json.loads(await child.stdout.readline()) == {"ready": True}
+        cpu = cpu_seconds()
+        child.stdin.write(b"go\n")
+        await child.stdin.drain()
+        report = json.loads(await child.stdout.readline())
+        used = cpu_seconds() - cpu
+        await child.wait()
+        if report["failed"]:
+            raise RuntimeError(f"{report['failed']} writes failed")
+        decisions.update(report["decisions"])
+        return report["elapsed_s"], used
+
     total = args.clients * args.per_client
     floor_elapsed, floor_cpu = await run_clients(floor_client)
-    api_elapsed, api_cpu = await run_clients(api_client)
+    if args.in_process_clients:
+        api_elapsed, api_cpu = await run_clients(api_client)
+    else:
+        api_elapsed, api_cpu = await clients_elsewhere()
     result = {
         "decision_latency": summary(writes),
         "floor_latency": summary(floors),
@@ -184,6 +199,7 @@ async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any, ht
         "p50_ratio": round(statistics.median(writes) / statistics.median(floors), 2),
         "concurrent": {
             "clients": args.clients,
+            "clients_in": "this process" if args.in_process_clients else "a process of their own",
             "writes": total,
             "writes_per_s": round(total / api_elapsed, 1),
             "floor_workflows_per_s": round(total / floor_elapsed, 1),
@@ -209,7 +225,8 @@ def report(r: dict[str, Any]) -> str:
             f"| HTTP round trip alone, GET /v1/settings (n={h['n']}) | {h['p50_ms']} | {h['p95_ms']} |",
             f"| ratio (p50), decision / Temporal floor | {r['p50_ratio']}x | |",
             "",
-            f"{c['clients']} concurrent clients, {c['writes']} writes: {c['writes_per_s']} writes/s through the API "
+            f"{c['clients']} concurrent clients ({c['clients_in']}), {c['writes']} writes: "
+            f"{c['writes_per_s']} writes/s through the API "
             f"(floor workflows alone: {c['floor_workflows_per_s']}/s). CPU per write {c['cpu_ms_per_write']} ms, "
             f"per floor workflow {c['cpu_ms_per_floor_workflow']} ms (process + dev server); load average "
             f"{c['load_average_1min']}. Decisions: {r['decisions']}",
@@ -224,6 +241,11 @@ if __name__ == "__main__":
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--per-client", type=int, default=40)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--in-process-clients",
+        action="store_true",
+        help="run the concurrent writers in this process (they then share the server's GIL), as before",
+    )
     arguments = parser.parse_args()
     measured = asyncio.run(main(arguments))
     print(json.dumps(measured, indent=2) if arguments.json else report(measured))
