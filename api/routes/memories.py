@@ -211,7 +211,9 @@ async def _execute_remember(state: ApiState, request: RememberInput, workflow_id
             RememberWorkflow.run,
             args=[request, settings.gate_policy],
             id=workflow_id,
-            memo={"content_hash": digest},
+            # Only a keyed write can be proposed again under this id (`_replay` compares the memo's hash);
+            # an unkeyed one has a fresh id, and a memo costs the server a visibility write (~1 ms).
+            memo={"content_hash": digest} if request.idempotency_key is not None else None,
             task_queue=settings.temporal_task_queue,
             execution_timeout=timedelta(seconds=settings.workflow_timeout_seconds),
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,

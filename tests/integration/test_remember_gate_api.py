@@ -507,3 +507,8 @@ async def test_a_write_runs_one_local_activity_and_no_patch_call(api: Api, http:
     assert "EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES" not in kinds
     [marker] = [e for e in events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
     assert marker.marker_recorded_event_attributes.marker_name == "core_local_activity"
+    # No memo either: an unkeyed write has a fresh id, so nothing will compare a replayed proposal's hash.
+    assert not events[0].workflow_execution_started_event_attributes.memo.fields
+    keyed = await propose(http, api.auth(tenant(), "alice"), "synthetic: alice parks on level 5", idempotency_key="k-1")
+    described = await history.get_workflow_handle(keyed["workflow_id"]).describe()
+    assert set(described.raw_description.workflow_execution_info.memo.fields) == {"content_hash"}
