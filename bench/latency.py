@@ -45,6 +45,7 @@ from memwarden.identity import Principal, Role, read_filter
 from memwarden.records import MemoryRecord, MemoryType, RetrieveInput, SourceKind, Status, content_hash
 from memwarden.stores.vectors import index_point
 from memwarden.stores.vectors_edge import EdgeIndex
+from worker import event_loop
 from workflows.retrieve import RetrieveWorkflow
 
 TENANT = "latency"
@@ -219,7 +220,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--profile", type=Path, default=None, help="write a pyinstrument profile here")
     args = parser.parse_args()
-    result = asyncio.run(main_async(args))
+    result = event_loop.run(main_async(args))
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

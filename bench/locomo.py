@@ -41,6 +41,7 @@ from typing import Any
 from bench.stack import Stack, running_stack, summary_ms
 from memwarden.identity import Principal, Role, read_filter
 from memwarden.policy import ranking
+from worker import event_loop
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo10.json"
 KS = (1, 5, 10)
@@ -327,7 +328,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON result here")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations (smoke runs)")
     args = parser.parse_args()
-    result = asyncio.run(main_async(args))
+    result = event_loop.run(main_async(args))
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

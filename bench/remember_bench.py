@@ -48,6 +48,7 @@ from bench.floor import FloorWorkflow, noop  # noqa: E402
 from bench.load_clients import body  # noqa: E402
 from bench.stack import FLOOR_SANDBOX  # noqa: E402
 from tests.integration.api_stack import Api, embedded_api  # noqa: E402
+from worker import event_loop  # noqa: E402
 from worker.runtime import MAX_CONCURRENT_LOCAL_ACTIVITIES  # noqa: E402
 from worker.temporal_client import connect  # noqa: E402
 
@@ -247,5 +248,5 @@ if __name__ == "__main__":
         help="run the concurrent writers in this process (they then share the server's GIL), as before",
     )
     arguments = parser.parse_args()
-    measured = asyncio.run(main(arguments))
+    measured = event_loop.run(main(arguments))
     print(json.dumps(measured, indent=2) if arguments.json else report(measured))

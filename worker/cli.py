@@ -14,6 +14,7 @@ from pathlib import Path
 
 from memwarden.config import Settings
 from memwarden.identity import Role, mint_token
+from worker import event_loop
 
 
 def _settings(args: argparse.Namespace, **extra: object) -> Settings:
@@ -36,7 +37,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         temporal_ui_port=args.ui_port,
     )
     try:
-        asyncio.run(up(settings, temporal_port=args.temporal_port, ui_port=args.ui_port, headless=args.headless))
+        event_loop.run(up(settings, temporal_port=args.temporal_port, ui_port=args.ui_port, headless=args.headless))
     except (StackError, DevServerError) as exc:
         print(f"memwarden up: {exc}", file=sys.stderr)
         return 1
@@ -46,7 +47,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     from worker.main import run_worker
 
-    asyncio.run(run_worker(_settings(args)))
+    event_loop.run(run_worker(_settings(args)))
     return 0
 
 
