@@ -24,7 +24,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
-from dataclasses import dataclass
+from typing import TypeVar
 
 from memwarden.embed import Embedder
 from memwarden.records import ReadFilter
@@ -32,18 +32,12 @@ from memwarden.records import ReadFilter
 MAX_IN_FLIGHT = 1024
 """A bound on entries, in case a caller forgets to discard: the oldest goes first."""
 
-
-@dataclass(frozen=True)
-class PreparedCandidate:
-    """A write's text with its embedding as it computes (or failed: then the activity embeds again)."""
-
-    text: str
-    vector: concurrent.futures.Future[list[float]]
+V = TypeVar("V")
 
 
 class PreparedRequests:
     """Query and candidate texts with their embeddings (computing in worker threads), by claim-check
-    reference, and the ids held under subject handles."""
+    reference, the ids held under subject handles, and writes' parks in flight."""
 
     def __init__(self, embedder: Embedder, *, threads: int = 2, capacity: int = MAX_IN_FLIGHT) -> None:
         if threads < 1 or capacity < 1:
@@ -52,53 +46,42 @@ class PreparedRequests:
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mw-query-embed")
         self._capacity = capacity
         self._entries: dict[str, tuple[str, concurrent.futures.Future[list[float]]]] = {}
-        self._candidates: dict[str, PreparedCandidate] = {}
         self._subjects: dict[str, ReadFilter | dict[str, str | None]] = {}
         self._parking: dict[str, asyncio.Future[None]] = {}
         self._lock = threading.Lock()
 
-    def prepare(self, ref: str, text: str) -> None:
-        """Start embedding `text` for the claim check `ref` (returns at once)."""
-        future = self._pool.submit(self._embed_one, text)
+    def _put(self, table: dict[str, V], ref: str, value: V) -> None:
+        """Store under the lock, dropping the oldest entries past the capacity."""
         with self._lock:
-            self._entries[ref] = (text, future)
-            while len(self._entries) > self._capacity:
-                self._entries.pop(next(iter(self._entries)))
+            table[ref] = value
+            while len(table) > self._capacity:
+                table.pop(next(iter(table)))
 
-    def prepare_candidate(self, ref: str, text: str) -> None:
-        """Start embedding a write's `text` for the claim check `ref` (returns at once)."""
-        entry = PreparedCandidate(text=text, vector=self._pool.submit(self._embed_one, text))
+    def _pop(self, table: dict[str, V], ref: str) -> V | None:
         with self._lock:
-            self._candidates[ref] = entry
-            while len(self._candidates) > self._capacity:
-                self._candidates.pop(next(iter(self._candidates)))
+            return table.pop(ref, None)
+
+    def prepare(self, ref: str, text: str) -> None:
+        """Start embedding `text` (a search query or a write's content) for the claim check `ref`
+        (returns at once)."""
+        self._put(self._entries, ref, (text, self._pool.submit(self._embed_one, text)))
 
     async def take_candidate(self, ref: str, text: str) -> list[float] | None:
         """The vector for `ref`, removing the entry, if it was prepared from this very text (the store's
         claim check is the authority: an entry that disagrees is dropped unused); None when absent or
         its embedding failed (the caller embeds for itself, and reports a real failure from there)."""
-        with self._lock:
-            entry = self._candidates.pop(ref, None)
-        if entry is None or entry.text != text:
-            return None
-        try:
-            return await asyncio.wrap_future(entry.vector)
-        except Exception:
-            return None
+        taken = await self.take(ref)
+        return taken[1] if taken is not None and taken[0] == text else None
 
     def hold_parking(self, ref: str, parking: asyncio.Future[None]) -> None:
         """The claim check `ref` is being written beside the workflow start: the activity awaits `parking`
         before it reads the store (`parked`), so it never reads, nor drops, a row that has not landed."""
-        with self._lock:
-            self._parking[ref] = parking
-            while len(self._parking) > self._capacity:
-                self._parking.pop(next(iter(self._parking)))
+        self._put(self._parking, ref, parking)
 
     async def parked(self, ref: str) -> None:
         """Wait until the claim check `ref` held by `hold_parking` has landed (or failed to); at once when
         none is held here, or it was held on another event loop (the store's row then speaks alone)."""
-        with self._lock:
-            parking = self._parking.pop(ref, None)
+        parking = self._pop(self._parking, ref)
         if parking is None or parking.get_loop() is not asyncio.get_running_loop():
             return
         with contextlib.suppress(Exception):  # a failed park shows as an absent claim check
@@ -107,28 +90,20 @@ class PreparedRequests:
     def hold_filter(self, ref: str, read_filter: ReadFilter) -> None:
         """Keep the read filter parked under subject handle `ref` here too, so the in-process activity
         need not wait for the store's copy (which is written beside the workflow start)."""
-        self._hold(ref, read_filter)
+        self._put(self._subjects, ref, read_filter)
 
     def hold_ids(self, ref: str, ids: dict[str, str | None]) -> None:
         """Keep the ids a write's subject handle parks (owner, writer), for the in-process activity."""
-        self._hold(ref, dict(ids))
-
-    def _hold(self, ref: str, value: ReadFilter | dict[str, str | None]) -> None:
-        with self._lock:
-            self._subjects[ref] = value
-            while len(self._subjects) > self._capacity:
-                self._subjects.pop(next(iter(self._subjects)))
+        self._put(self._subjects, ref, dict(ids))
 
     def take_filter(self, ref: str) -> ReadFilter | None:
         """The read filter held for `ref`, removing it; None sends the caller to the store's handle."""
-        with self._lock:
-            held = self._subjects.pop(ref, None)
+        held = self._pop(self._subjects, ref)
         return held if isinstance(held, ReadFilter) else None
 
     def take_ids(self, ref: str) -> dict[str, str | None] | None:
         """The ids held for write handle `ref`, removing them; None sends the caller to the store's handle."""
-        with self._lock:
-            held = self._subjects.pop(ref, None)
+        held = self._pop(self._subjects, ref)
         return held if isinstance(held, dict) else None
 
     def _embed_one(self, text: str) -> list[float]:
@@ -136,12 +111,11 @@ class PreparedRequests:
         return vector
 
     async def take(self, ref: str) -> tuple[str, list[float]] | None:
-        """The query text and vector for `ref`, removing the entry; None when absent or its embedding failed.
+        """The text and vector for `ref`, removing the entry; None when absent or its embedding failed.
 
         None sends the caller to the store's claim check, which is always there as well.
         """
-        with self._lock:
-            entry = self._entries.pop(ref, None)
+        entry = self._pop(self._entries, ref)
         if entry is None:
             return None
         text, future = entry
@@ -155,19 +129,17 @@ class PreparedRequests:
         """Forget `ref` (idempotent); an embedding still running finishes and is dropped."""
         with self._lock:
             self._entries.pop(ref, None)
-            self._candidates.pop(ref, None)
             self._subjects.pop(ref, None)
             self._parking.pop(ref, None)
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._entries) + len(self._candidates)
+            return len(self._entries)
 
     def close(self) -> None:
         """Drop every entry and stop the threads (running embeddings finish first)."""
         with self._lock:
             self._entries.clear()
-            self._candidates.clear()
             self._subjects.clear()
             self._parking.clear()
         self._pool.shutdown(wait=True)

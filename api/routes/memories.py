@@ -159,7 +159,7 @@ async def remember(
         return await _execute_remember(state, sealed, workflow_id, digest)
     handle = sealed.subject_ref
     assert handle is not None
-    prepared.prepare_candidate(request.candidate_ref, content)
+    prepared.prepare(request.candidate_ref, content)
     prepared.hold_ids(handle, ids)
     parking = asyncio.ensure_future(state.store.put_candidates(rows, durable=False))
     prepared.hold_parking(request.candidate_ref, parking)

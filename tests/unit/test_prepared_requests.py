@@ -109,9 +109,9 @@ async def test_entries_are_bounded(embedder: MiniLMEmbedder) -> None:
 async def test_a_candidate_is_embedded_and_taken_once_for_its_own_text(embedder: MiniLMEmbedder) -> None:
     prepared = PreparedRequests(embedder)
     try:
-        prepared.prepare_candidate("mem-1", "synthetic: keeps the teal notebook")
+        prepared.prepare("mem-1", "synthetic: keeps the teal notebook")
         assert await prepared.take_candidate("mem-1", "some other text") is None  # the store disagrees: dropped
-        prepared.prepare_candidate("mem-1", "synthetic: keeps the teal notebook")
+        prepared.prepare("mem-1", "synthetic: keeps the teal notebook")
         vector = await prepared.take_candidate("mem-1", "synthetic: keeps the teal notebook")
         assert vector == embedder.embed(["synthetic: keeps the teal notebook"])[0]
         assert await prepared.take_candidate("mem-1", "synthetic: keeps the teal notebook") is None  # once
