@@ -442,7 +442,7 @@ class SqlStore:
                 superseded: str | None = None
                 key = live_slot_key(record)
                 if key is not None:
-                    query = Q.SLOT_HOLDER.with_for_update() if self.dialect == "postgresql" else Q.SLOT_HOLDER
+                    query = Q.SLOT_HOLDER_FOR_UPDATE if self.dialect == "postgresql" else Q.SLOT_HOLDER
                     params = {"tenant_id": record.tenant_id, "owner_id": record.owner_id, "live_slot": key}
                     holder_row = (await conn.execute(query, params)).mappings().first()
                     if holder_row is not None and holder_row["id"] != record.id:
@@ -531,7 +531,7 @@ class SqlStore:
                     raise ValueError(f"memory id {record.id} is taken in another tenant")
                 stored = found
             await self._append_audit(conn, audit(stored))
-            await conn.execute(sa.delete(candidates).where(candidates.c.ref == drop_candidate))
+            await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
         return stored
 
     async def record_decision(self, event: AuditEventIn, *, drop_candidate: str) -> None:

@@ -40,6 +40,8 @@ SLOT_HOLDER = sa.select(memories).where(
     _m.owner_id == sa.bindparam("owner_id"),
     _m.live_slot == sa.bindparam("live_slot"),
 )
+SLOT_HOLDER_FOR_UPDATE = SLOT_HOLDER.with_for_update()
+"""The slot's holder, row-locked on PostgreSQL for the commit that supersedes it."""
 INSERT_MEMORY = sa.insert(memories).returning(*memories.c)
 """Executed with the row's values as parameters."""
 
