@@ -31,6 +31,11 @@ _READS = ("SELECT", "PRAGMA", "BEGIN", "SAVEPOINT", "RELEASE")
 runs on a thread unless its transaction holds the write lock already."""
 
 
+def _head(sql: str) -> str:
+    """A statement's first words, upper-cased: enough to tell a BEGIN, a read or a COMMIT."""
+    return sql.lstrip()[:16].upper()
+
+
 class _Immediate:
     """Stands in for aiosqlite's request queue: SQLAlchemy's isolation-level setter puts a function on it."""
 
@@ -76,7 +81,7 @@ class InlineCursor:
     async def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> InlineCursor:
         rows = list(seq)
         await asyncio.to_thread(self._cursor.executemany, sql, rows)
-        self._owner.after(sql)
+        self._owner.after(_head(sql))
         return self
 
     async def fetchone(self) -> Any:
@@ -111,6 +116,7 @@ class InlineConnection:
         self._tx = _Immediate()
         self._durable = durable
         self._holds_write_lock = False
+        self._busy_timeout: int | None = None
 
     @property
     def isolation_level(self) -> str | None:
@@ -122,7 +128,7 @@ class InlineConnection:
         `BEGIN IMMEDIATE` is tried inline first with no busy timeout: the lock is almost always free
         (this process's writers queue on an asyncio lock before it), and only when another process
         holds it does the statement go to a thread to wait, with the connection's busy timeout."""
-        head = sql.lstrip()[:16].upper()
+        head = _head(sql)
         if head.startswith(_LOCKING_BEGIN):
             if not self._try_without_waiting(call):
                 await asyncio.to_thread(call)
@@ -130,11 +136,12 @@ class InlineConnection:
             call()
         else:
             await asyncio.to_thread(call)
-        self.after(sql)
+        self.after(head)
 
     def _try_without_waiting(self, call: Callable[[], Any]) -> bool:
         """Run `call` with a zero busy timeout; False (nothing done) when the database was locked."""
-        (timeout,) = self._conn.execute("PRAGMA busy_timeout").fetchone()
+        if self._busy_timeout is None:  # set on connect (SqlStore's listener), after this object exists
+            (self._busy_timeout,) = self._conn.execute("PRAGMA busy_timeout").fetchone()
         self._conn.execute("PRAGMA busy_timeout=0")
         try:
             call()
@@ -143,11 +150,11 @@ class InlineConnection:
                 raise
             return False
         finally:
-            self._conn.execute(f"PRAGMA busy_timeout={int(timeout)}")
+            self._conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout)}")
         return True
 
-    def after(self, sql: str) -> None:
-        head = sql.lstrip()[:16].upper()
+    def after(self, head: str) -> None:
+        """Track the write lock from the statement just run (`head`: its first words, upper-cased)."""
         if head.startswith(_LOCKING_BEGIN):
             self._holds_write_lock = True
         elif head.startswith(("COMMIT", "ROLLBACK", "END")) or not self._conn.in_transaction:
@@ -175,12 +182,10 @@ class InlineConnection:
         self._conn.create_function(*args, **kwargs)
 
     async def close(self) -> None:
-        if self._connection is not None:
-            self._connection = None
-            self._conn.close()
+        self.stop()
 
     def stop(self) -> None:
-        """SQLAlchemy's terminate: close at once."""
+        """Close at once (also SQLAlchemy's terminate); idempotent."""
         if self._connection is not None:
             self._connection = None
             self._conn.close()
