@@ -14,26 +14,21 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memwarden.records import LIVE_STATUSES, MemoryRecord, SourceChange, Status, sensitivity_rank
+from memwarden.records import LIVE_STATUSES, MemoryRecord, SourceChange, Status
 from memwarden.stores.audit import AuditEventIn
-from memwarden.stores.sql import SqlStore, live_slot_key
+from memwarden.stores.sql import (
+    SqlStore,
+    _mark_superseded,
+    _record_to_row,
+    _row_to_record,
+    _select_memory,
+    live_slot_key,
+)
 from memwarden.stores.sql_models import memories
 
 LIVE = (Status.ACTIVE.value, Status.STALE.value)
 AuditFor = Callable[[MemoryRecord], AuditEventIn]
-
-
-def _row(row: Any) -> MemoryRecord:
-    return MemoryRecord.model_validate({name: row[name] for name in MemoryRecord.model_fields})
-
-
-async def _select(conn: AsyncConnection, tenant_id: str, memory_id: str) -> MemoryRecord | None:
-    m = memories.c
-    found = (await conn.execute(sa.select(memories).where(m.tenant_id == tenant_id, m.id == memory_id))).mappings()
-    row = found.first()
-    return _row(row) if row is not None else None
 
 
 class RevalidationStore:
@@ -53,7 +48,7 @@ class RevalidationStore:
         m = memories.c
         stmt = sa.select(memories).where(self._by_source(tenant_id, system, key), m.status.in_(LIVE))
         async with self.store.engine.connect() as conn:
-            return [_row(r) for r in (await conn.execute(stmt)).mappings()]
+            return [_row_to_record(r) for r in (await conn.execute(stmt)).mappings()]
 
     async def mark_for_event(
         self, tenant_id: str, system: str, key: str, change: SourceChange, now: datetime, audit: AuditFor
@@ -70,7 +65,7 @@ class RevalidationStore:
                     sa.select(memories).where(self._by_source(tenant_id, system, key), m.status.in_(sources))
                 )
             ).mappings()
-            for record in [_row(r) for r in rows]:
+            for record in [_row_to_record(r) for r in rows]:
                 values: dict[str, Any] = {"status": target.value, "version": record.version + 1, "updated_at": now}
                 if target is Status.INVALIDATED:
                     values["live_slot"] = None
@@ -117,7 +112,7 @@ class RevalidationStore:
                     .all()
                 )
             params = []
-            for current in [_row(r) for r in rows]:
+            for current in [_row_to_record(r) for r in rows]:
                 seen = wanted[current.id][0]
                 if current.tenant_id != seen.tenant_id or current.version != seen.version:
                     continue  # changed since the source was asked (an event marked it stale): not confirmed
@@ -162,35 +157,19 @@ class RevalidationStore:
         """Changed at the source: `new` (the source's value, its version recorded) replaces `old` in one
         transaction, so there is never a moment with both live or neither. None when `old` is no longer
         live and `new` was never written (someone else moved the slot on first)."""
-        m = memories.c
         assert new.status is Status.ACTIVE and new.supersedes == old.id
         async with self.store.transaction() as conn:
-            existing = await _select(conn, new.tenant_id, new.id)
+            existing = await _select_memory(conn, new.tenant_id, new.id)
             if existing is not None:
                 return existing  # a retried activity: the supersession already happened
-            current = await _select(conn, old.tenant_id, old.id)
+            current = await _select_memory(conn, old.tenant_id, old.id)
             if current is None or current.status.value not in LIVE or current.version != old.version:
                 return None  # moved on since the source was asked
-            done = await conn.execute(
-                sa.update(memories)
-                .where(m.id == current.id, m.version == current.version)
-                .values(
-                    status=Status.SUPERSEDED.value,
-                    superseded_by=new.id,
-                    live_slot=None,
-                    version=current.version + 1,
-                    updated_at=new.updated_at,
-                )
-            )
-            if done.rowcount != 1:
+            if not await _mark_superseded(conn, current, by=new.id, at=new.updated_at):
                 return None
-            row = {k: (v.value if hasattr(v, "value") else v) for k, v in new.model_dump(mode="python").items()}
-            row["sensitivity_rank"] = sensitivity_rank(new.sensitivity)
-            row["live_slot"] = live_slot_key(new)
-            row["derived_from"] = None
-            row["idempotency_key"] = None
+            row = _record_to_row(new) | {"derived_from": None, "idempotency_key": None}
             await conn.execute(sa.insert(memories).values(**row))
-            stored = await _select(conn, new.tenant_id, new.id)
+            stored = await _select_memory(conn, new.tenant_id, new.id)
             assert stored is not None
             await self.store._append_audit(conn, audit(stored))
         return stored
@@ -199,7 +178,7 @@ class RevalidationStore:
         """Gone at the source: `invalidated` (kept, blocked from use). Already invalidated: returned as is."""
         m = memories.c
         async with self.store.transaction() as conn:
-            current = await _select(conn, record.tenant_id, record.id)
+            current = await _select_memory(conn, record.tenant_id, record.id)
             if current is None:
                 return None
             if current.status is Status.INVALIDATED:
@@ -213,7 +192,7 @@ class RevalidationStore:
                 .where(m.id == current.id, m.version == current.version)
                 .values(status=Status.INVALIDATED.value, live_slot=None, version=current.version + 1, updated_at=now)
             )
-            updated = await _select(conn, record.tenant_id, record.id)
+            updated = await _select_memory(conn, record.tenant_id, record.id)
             assert updated is not None
             await self.store._append_audit(conn, audit(updated))
         return updated

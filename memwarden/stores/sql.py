@@ -448,18 +448,7 @@ class SqlStore:
                     if holder_row is not None and holder_row["id"] != record.id:
                         holder = _row_to_record(holder_row)
                         check_transition(holder.status, Status.SUPERSEDED)
-                        done = await conn.execute(
-                            sa.update(memories)
-                            .where(m.id == holder.id, m.version == holder.version)
-                            .values(
-                                status=Status.SUPERSEDED.value,
-                                superseded_by=record.id,
-                                live_slot=None,
-                                version=holder.version + 1,
-                                updated_at=record.updated_at,
-                            )
-                        )
-                        if done.rowcount != 1:
+                        if not await _mark_superseded(conn, holder, by=record.id, at=record.updated_at):
                             raise ConcurrencyConflict(holder.id, holder.version, None)
                         superseded = holder.id
                 live = record.model_copy(update={"supersedes": superseded})
@@ -1293,6 +1282,19 @@ def _sqlite_on_connect_ephemeral(dbapi_connection: Any, record: Any) -> None:
 def _sqlite_on_begin(conn: Connection) -> None:
     """Writes take the database lock up front, so read-then-write never races another process."""
     conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_IMMEDIATE) else "BEGIN")
+
+
+async def _mark_superseded(conn: AsyncConnection, holder: MemoryRecord, *, by: str, at: datetime) -> bool:
+    """`holder` superseded by memory `by`, if it is still at the version read (False: it moved on meanwhile)."""
+    m = memories.c
+    done = await conn.execute(
+        sa.update(memories)
+        .where(m.id == holder.id, m.version == holder.version)
+        .values(
+            status=Status.SUPERSEDED.value, superseded_by=by, live_slot=None, version=holder.version + 1, updated_at=at
+        )
+    )
+    return bool(done.rowcount == 1)
 
 
 async def _select_memory(conn: AsyncConnection, tenant_id: str, memory_id: str) -> MemoryRecord | None:
