@@ -3,7 +3,8 @@
 One repository, `SqlStore`, over SQLAlchemy 2 async Core, with the same tables and Alembic
 migrations on both dialects. What it guarantees:
 - authorization is evaluated *in SQL*: a `ReadFilter` becomes one WHERE clause
-  (`read_filter_clause`), used both to re-check index hits (`eligible`) and to list;
+  (`read_filter_clause`, bound once per filter shape by `by_ids_statement` for the hot re-checks of
+  index hits: `eligible`, `eligible_meta`, `answer_search`), the same clause wherever it is asked;
 - writes are serialized where they must be: every SQLite write transaction is `BEGIN IMMEDIATE`
   (the database write lock, across processes), and the audit chain and migrations take
   PostgreSQL advisory locks, so the hash chain never forks and two processes may migrate at once;
@@ -44,7 +45,6 @@ from memwarden.records import (
     CONTENT_GONE_STATUSES,
     MemoryRecord,
     MemoryType,
-    NamespaceClause,
     ReadFilter,
     Status,
     check_transition,
@@ -116,6 +116,25 @@ class EligibleMeta:
     session: str | None = None
     """provenance.session and .turn: the conversation context ranking uses (ids, never content)."""
     turn: str | None = None
+
+
+_M = memories.c
+_META_COLUMNS = (
+    _M.id,
+    _M.status,
+    _M.created_at,
+    _M.importance,
+    _M.last_confirmed_at,
+    _M.type,
+    _M.source_ref["system"].as_string().label("source_system"),
+    _M.source_ref["key"].as_string().label("source_key"),
+    _M.source_ref["version"].as_string().label("source_version"),
+    _M.version,
+    _M.owner_id,
+    _M.provenance["session"].as_string().label("session"),
+    _M.provenance["turn"].as_string().label("turn"),
+)
+"""What `eligible_meta` reads, in `EligibleMeta`'s field order."""
 
 
 class ConcurrencyConflict(Exception):
@@ -558,7 +577,7 @@ class SqlStore:
     async def get_many(self, tenant_id: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         """Memories of this tenant by id; missing ids are left out of the mapping.
 
-        By primary key: the tenant test is `tenant_id || '' = ?` (see `read_filter_clause`), or
+        By primary key: the tenant test is `tenant_id || '' = ?` (see `_bound_filter_clause`), or
         SQLite walks the whole tenant through its tenant-led index.
         """
         found: dict[str, MemoryRecord] = {}
@@ -583,11 +602,11 @@ class SqlStore:
         if not ids or not read_filter.clauses:
             return []
         ordered = list(dict.fromkeys(ids))
-        where = read_filter_clause(read_filter, now=now, by_ids=True)
+        stmt, params = by_ids_statement("records", (memories,), read_filter, now)
         found: dict[str, MemoryRecord] = {}
         async with self._read() as conn:
             for chunk in _chunks(ordered, _CHUNK):
-                rows = await conn.execute(sa.select(memories).where(where, memories.c.id.in_(chunk)))
+                rows = await conn.execute(stmt, {**params, "ids": chunk})
                 for row in rows.mappings():
                     found[row["id"]] = _row_to_record(row)
         return [found[i] for i in ordered if i in found]
@@ -614,8 +633,7 @@ class SqlStore:
         or audited and None is returned (the query is still dropped). Checked here, in the same
         transaction as the read, a switch-off that committed before it is always honoured.
         """
-        ordered = list(dict.fromkeys(ids))
-        where = read_filter_clause(read_filter, now=now, by_ids=True) if read_filter.clauses else sa.false()
+        ordered = list(dict.fromkeys(ids)) if read_filter.clauses else []
         found: dict[str, MemoryRecord] = {}
         async with self._write() as conn:
             if settings_owner is not None:
@@ -626,7 +644,8 @@ class SqlStore:
                         await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
                     return None
             for chunk in _chunks(ordered, _CHUNK):
-                rows = await conn.execute(sa.select(memories).where(where, memories.c.id.in_(chunk)))
+                stmt, bound = by_ids_statement("records", (memories,), read_filter, now)
+                rows = await conn.execute(stmt, {**bound, "ids": chunk})
                 for row in rows.mappings():
                     found[row["id"]] = _row_to_record(row)
             records = [found[i] for i in ordered if i in found]
@@ -645,41 +664,25 @@ class SqlStore:
         """
         if not ids or not read_filter.clauses:
             return {}
-        m = memories.c
-        columns = (
-            m.id,
-            m.status,
-            m.created_at,
-            m.importance,
-            m.last_confirmed_at,
-            m.type,
-            m.source_ref["system"].as_string().label("source_system"),
-            m.source_ref["key"].as_string().label("source_key"),
-            m.source_ref["version"].as_string().label("source_version"),
-            m.version,
-            m.owner_id,
-            m.provenance["session"].as_string().label("session"),
-            m.provenance["turn"].as_string().label("turn"),
-        )
-        where = read_filter_clause(read_filter, now=now, by_ids=True)
+        stmt, params = by_ids_statement("meta", _META_COLUMNS, read_filter, now)
         found: dict[str, EligibleMeta] = {}
         async with self._read() as conn:
             for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
-                rows = await conn.execute(sa.select(*columns).where(where, m.id.in_(chunk)))
+                rows = await conn.execute(stmt, {**params, "ids": chunk})
                 for row in rows:
                     found[row.id] = EligibleMeta(
-                        status=Status(row.status),
-                        created_at=row.created_at,
-                        importance=row.importance,
-                        last_confirmed_at=row.last_confirmed_at,
-                        type=MemoryType(row.type),
-                        source_system=row.source_system,
-                        source_key=row.source_key,
-                        source_version=row.source_version,
-                        version=row.version,
-                        owner_id=row.owner_id,
-                        session=row.session,
-                        turn=row.turn,
+                        Status(row.status),
+                        row.created_at,
+                        row.importance,
+                        row.last_confirmed_at,
+                        MemoryType(row.type),
+                        row.source_system,
+                        row.source_key,
+                        row.source_version,
+                        row.version,
+                        row.owner_id,
+                        row.session,
+                        row.turn,
                     )
         return found
 
@@ -697,13 +700,14 @@ class SqlStore:
         if not read_filter.clauses:
             return [], None
         m = memories.c
-        stmt = sa.select(memories).where(read_filter_clause(read_filter, now=now))
+        where, params = read_filter_clause(read_filter, now=now)
+        stmt = sa.select(memories).where(where)
         if after is not None:
             created_at, memory_id = after
             stmt = stmt.where(sa.or_(m.created_at < created_at, sa.and_(m.created_at == created_at, m.id < memory_id)))
         stmt = stmt.order_by(m.created_at.desc(), m.id.desc()).limit(limit + 1)
         async with self._read() as conn:
-            rows = (await conn.execute(stmt)).mappings().all()
+            rows = (await conn.execute(stmt, params)).mappings().all()
         page = [_row_to_record(row) for row in rows[:limit]]
         next_cursor = None
         if len(rows) > limit:
@@ -850,7 +854,7 @@ class SqlStore:
                 sa.update(memories)
                 .where(
                     m.tenant_id.concat("") == tenant_id, m.id.in_(list(ids))
-                )  # by primary key: see read_filter_clause
+                )  # by primary key: see _bound_filter_clause
                 .values(last_used_at=at)
             )
 
@@ -1182,45 +1186,102 @@ async def open_store(settings: Settings) -> SqlStore:
 
 
 def read_filter_clause(
-    read_filter: ReadFilter, *, now: datetime | None = None, by_ids: bool = False
-) -> ColumnElement[bool]:
-    """The WHERE clause for what `read_filter` admits; mirrors `ReadFilter.admits` exactly.
+    read_filter: ReadFilter, *, now: datetime | None = None
+) -> tuple[ColumnElement[bool], dict[str, Any]]:
+    """The WHERE clause for what `read_filter` admits and the parameters to execute it with; mirrors
+    `ReadFilter.admits` exactly.
 
     tenant AND (any namespace clause) AND status AND sensitivity AND types AND (when `now` is
-    given) not expired. No clauses admit nothing.
-
-    `by_ids`: the query also lists the ids (`id IN (...)`), so the primary key is the way in.
-    The tenant test is then written as `tenant_id || '' = ?` (same truth, no index can serve it),
-    because SQLite's planner, without statistics, otherwise walks a whole tenant through a
-    tenant-led index: 25 ms at 100k memories instead of well under one.
+    given) not expired. No clauses admit nothing. The same clause `by_ids_statement` binds.
     """
     if not read_filter.clauses:
-        return sa.false()
+        return sa.false(), {}
+    clause = _bound_filter_clause(_filter_shape(read_filter), by_ids=False, with_now=now is not None)
+    return clause, _filter_params(read_filter, now)
+
+
+_FilterShape = tuple[tuple[tuple[str, bool, bool, bool], ...], bool]
+_BY_IDS: dict[tuple[str, _FilterShape], sa.Select[Any]] = {}
+"""`by_ids_statement`'s statements, built once per filter shape with bound parameters: building the
+clause anew for every query cost more than the read itself on Retrieve's hot path."""
+
+
+def _filter_shape(read_filter: ReadFilter) -> _FilterShape:
+    """What decides the statement's text: each clause's scope and which of its lists it has, and types."""
+    clauses = tuple(
+        (c.scope.value, c.owner_ids is not None, c.agent_id is not None, c.stores is not None)
+        for c in read_filter.clauses
+    )
+    return clauses, read_filter.types is not None
+
+
+def _bound_filter_clause(shape: _FilterShape, *, by_ids: bool, with_now: bool) -> ColumnElement[bool]:
+    """What a read filter of this shape admits, with parameters in place of values (see `_filter_params`).
+
+    `by_ids`: the statement also lists the ids (`id IN (...)`), so the primary key is the way in. The
+    tenant test is then written as `tenant_id || '' = ?` (same truth, no index can serve it), because
+    SQLite's planner, without statistics, otherwise walks a whole tenant through a tenant-led index:
+    25 ms at 100k memories instead of well under one.
+    """
     m = memories.c
-    tenant = m.tenant_id.concat("") if by_ids else m.tenant_id
+    namespaces: list[ColumnElement[bool]] = []
+    for i, (scope, owners, agent, stores) in enumerate(shape[0]):
+        parts: list[ColumnElement[bool]] = [m.scope == scope]
+        if owners:
+            parts.append(m.owner_id.in_(sa.bindparam(f"owners_{i}", expanding=True)))
+        if agent:
+            parts.append(m.agent_id == sa.bindparam(f"agent_{i}"))
+        if stores:
+            parts.append(m.store.in_(sa.bindparam(f"stores_{i}", expanding=True)))
+        namespaces.append(sa.and_(*parts))
     conditions: list[ColumnElement[bool]] = [
-        tenant == read_filter.tenant_id,
-        sa.or_(*(_namespace_clause(c) for c in read_filter.clauses)),
-        m.status.in_([s.value for s in read_filter.statuses]),
-        m.sensitivity_rank <= sensitivity_rank(read_filter.max_sensitivity),
+        (m.tenant_id.concat("") if by_ids else m.tenant_id) == sa.bindparam("tenant_id"),
+        sa.or_(*namespaces),
+        m.status.in_(sa.bindparam("statuses", expanding=True)),
+        m.sensitivity_rank <= sa.bindparam("max_rank"),
     ]
-    if read_filter.types is not None:
-        conditions.append(m.type.in_([t.value for t in read_filter.types]))
-    if now is not None:
-        conditions.append(sa.or_(m.expires_at.is_(None), m.expires_at > now))
+    if shape[1]:
+        conditions.append(m.type.in_(sa.bindparam("types", expanding=True)))
+    if with_now:
+        conditions.append(sa.or_(m.expires_at.is_(None), m.expires_at > sa.bindparam("now", type_=m.expires_at.type)))
     return sa.and_(*conditions)
 
 
-def _namespace_clause(clause: NamespaceClause) -> ColumnElement[bool]:
-    m = memories.c
-    parts: list[ColumnElement[bool]] = [m.scope == clause.scope.value]
-    if clause.owner_ids is not None:
-        parts.append(m.owner_id.in_(list(clause.owner_ids)))
-    if clause.agent_id is not None:
-        parts.append(m.agent_id == clause.agent_id)
-    if clause.stores is not None:
-        parts.append(m.store.in_(list(clause.stores)))
-    return sa.and_(*parts)
+def _filter_params(read_filter: ReadFilter, now: datetime | None) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "tenant_id": read_filter.tenant_id,
+        "statuses": [s.value for s in read_filter.statuses],
+        "max_rank": sensitivity_rank(read_filter.max_sensitivity),
+    }
+    if now is not None:
+        params["now"] = now
+    for i, c in enumerate(read_filter.clauses):
+        if c.owner_ids is not None:
+            params[f"owners_{i}"] = list(c.owner_ids)
+        if c.agent_id is not None:
+            params[f"agent_{i}"] = c.agent_id
+        if c.stores is not None:
+            params[f"stores_{i}"] = list(c.stores)
+    if read_filter.types is not None:
+        params["types"] = [t.value for t in read_filter.types]
+    return params
+
+
+def by_ids_statement(
+    kind: str, columns: Sequence[Any], read_filter: ReadFilter, now: datetime
+) -> tuple[sa.Select[Any], dict[str, Any]]:
+    """`SELECT columns WHERE <what read_filter admits at now> AND id IN :ids` (by primary key) and its
+    parameters (bind `ids` per chunk); `kind` names the column set, so each set is built once per shape.
+    A filter with no clauses admits nothing: callers return before asking."""
+    if not read_filter.clauses:
+        raise ValueError("a read filter without clauses admits nothing")
+    key = (kind, _filter_shape(read_filter))
+    stmt = _BY_IDS.get(key)
+    if stmt is None:
+        where = _bound_filter_clause(key[1], by_ids=True, with_now=True)
+        stmt = sa.select(*columns).where(where, memories.c.id.in_(sa.bindparam("ids", expanding=True)))
+        _BY_IDS[key] = stmt
+    return stmt, _filter_params(read_filter, now)
 
 
 # -- helpers ---------------------------------------------------------------------------------
