@@ -7,6 +7,7 @@ fixed by the caller, inserts return the existing row, index upserts overwrite th
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from temporalio import activity
@@ -29,6 +30,7 @@ from memwarden.records import (
 )
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
+from memwarden.stores.sql import EligibleMeta
 from memwarden.stores.subjects import resolve_handle
 from memwarden.stores.vectors import index_point
 from workflows.names import COMMIT_MEMORY, INDEX_HEALTH, SEARCH_MEMORIES
@@ -43,6 +45,14 @@ def candidate_depth(k: int, minimum: int = MIN_CANDIDATES) -> int:
     return max(k * CANDIDATE_FACTOR, minimum)
 
 
+@dataclass(frozen=True)
+class Gathered:
+    """A search's candidates, ranked, with what the store's re-check said of each (ids, never content)."""
+
+    ranked: list[ranking.Ranked]
+    meta: dict[str, EligibleMeta]
+
+
 class CandidateGone(Exception):
     """The claim-checked content is missing and no record exists: nothing can be committed."""
 
@@ -53,6 +63,8 @@ class MemoryActivities:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
         self.revalidator = Revalidator(deps)
+        if deps.prepared is not None:
+            deps.prepared.serve_searches(self._gather_for)
 
     async def _embed(self, texts: list[str]) -> list[list[float]]:
         return await asyncio.to_thread(self.deps.embedder.embed, texts)
@@ -136,45 +148,14 @@ class MemoryActivities:
                     raise CandidateGone(request.subject_ref)
                 held = ReadFilter.model_validate(ids["read_filter"])
             request = request.model_copy(update={"read_filter": held})
-        now = datetime.now(UTC)
-        query = request.query
-        ready = None
+        gathered = None
         if request.query_ref is not None and self.deps.prepared is not None:
-            # The API of this process has been embedding the query since the request arrived.
-            ready = await self.deps.prepared.take(request.query_ref)
-        if ready is not None:
-            query, dense = ready
-        else:
-            if request.query_ref is not None:
-                parked = await self.deps.store.get_candidate(request.query_ref)
-                if parked is None:
-                    raise CandidateGone(request.query_ref)
-                query = parked
-            [dense] = await self._embed([query or ""])
-        found = await self.deps.index.hybrid(
-            dense=dense,
-            text=query,
-            read_filter=request.read_filter,
-            now_ts=now.timestamp(),
-            limit=candidate_depth(request.k, self.deps.settings.search_candidates),
-        )
-        relevances = ranking.merge(
-            [(h.memory_id, h.score) for h in found.dense], [(h.memory_id, h.score) for h in found.sparse]
-        )
-        meta = await self.deps.store.eligible_meta(request.read_filter, [r.memory_id for r in relevances], now)
-        candidates = [
-            ranking.Candidate(
-                relevance=rel,
-                created_at=meta[rel.memory_id].created_at,
-                importance=meta[rel.memory_id].importance,
-                last_confirmed_at=meta[rel.memory_id].last_confirmed_at,
-                session=ranking.session_key(meta[rel.memory_id].owner_id, meta[rel.memory_id].session),
-                turn=ranking.turn_position(meta[rel.memory_id].turn),
-            )
-            for rel in relevances
-            if rel.memory_id in meta
-        ]
-        ranked = ranking.rank(candidates, now, len(candidates), self.deps.settings.ranking())
+            # The API of this process started these reads (and the embedding) as the request arrived.
+            gathered = await self.deps.prepared.take_search(request.query_ref, request.read_filter, request.k)
+        if not isinstance(gathered, Gathered):
+            gathered = await self._gather_for(*await self._query(request), request.read_filter, request.k)
+        now = datetime.now(UTC)
+        ranked, meta = gathered.ranked, gathered.meta
         hits: list[Hit] = []
         spare: list[Hit] = []
         withheld: list[dict[str, str]] = []
@@ -191,6 +172,55 @@ class MemoryActivities:
         # Read-time revalidation (Revalidate): the hits the freshness policy names are checked at their
         # sources within each source's timeout; spare hits replace any that drop out.
         return await self.revalidator.at_read(request, hits, withheld, spare, meta, now)
+
+    async def _query(self, request: RetrieveInput) -> tuple[str, list[float]]:
+        """The query and its vector: from this process's API when it is embedding it, else the claim check."""
+        if request.query_ref is not None and self.deps.prepared is not None:
+            ready = await self.deps.prepared.take(request.query_ref)
+            if ready is not None:
+                return ready
+        query = request.query
+        if request.query_ref is not None:
+            parked = await self.deps.store.get_candidate(request.query_ref)
+            if parked is None:
+                raise CandidateGone(request.query_ref)
+            query = parked
+        [dense] = await self._embed([query or ""])
+        return query or "", dense
+
+    async def _gather_for(self, query: str, dense: list[float], read_filter: ReadFilter, k: int) -> Gathered:
+        """Both retrievers under the read filter, the store's re-check of every candidate, then ranking."""
+        now = datetime.now(UTC)
+        found = await self.deps.index.hybrid(
+            dense=dense,
+            text=query,
+            read_filter=read_filter,
+            now_ts=now.timestamp(),
+            limit=candidate_depth(k, self.deps.settings.search_candidates),
+        )
+        params = self.deps.settings.ranking()
+        # Ranking only ever sees candidates that pass the relevance floor: the rest are not worth re-checking.
+        relevances = [
+            r
+            for r in ranking.merge(
+                [(h.memory_id, h.score) for h in found.dense], [(h.memory_id, h.score) for h in found.sparse]
+            )
+            if ranking.passes_floor(r, params)
+        ]
+        meta = await self.deps.store.eligible_meta(read_filter, [r.memory_id for r in relevances], now)
+        candidates = [
+            ranking.Candidate(
+                relevance=rel,
+                created_at=meta[rel.memory_id].created_at,
+                importance=meta[rel.memory_id].importance,
+                last_confirmed_at=meta[rel.memory_id].last_confirmed_at,
+                session=ranking.session_key(meta[rel.memory_id].owner_id, meta[rel.memory_id].session),
+                turn=ranking.turn_position(meta[rel.memory_id].turn),
+            )
+            for rel in relevances
+            if rel.memory_id in meta
+        ]
+        return Gathered(ranking.rank(candidates, now, len(candidates), params), meta)
 
     @activity.defn(name=INDEX_HEALTH)
     async def index_health(self) -> bool:

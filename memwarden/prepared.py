@@ -8,8 +8,16 @@ request arrives, a worker thread embeds it while the API parks the claim check a
 the workflow, and the activity takes the vector from here instead of embedding again. The ids a
 subject handle parks (a search's read filter, a write's owner and writer) are held here too, so the
 activity need not read them back, and so is the write's park in flight, so the activity can wait
-for it to land. Only embedding is done ahead: onnxruntime runs off the GIL, whereas the detectors
-(pure Python) in a thread measured slower than inline, as they held the GIL against the event loop.
+for it to land. Only embedding is done ahead in a thread: onnxruntime runs off the GIL, whereas the
+detectors (pure Python) in a thread measured slower than inline, as they held the GIL against the event loop.
+
+A search's reads go ahead too (`prepare_search`): once the worker has registered how it gathers
+candidates (`serve_searches`: both index queries under the read filter, the store's re-check,
+ranking), they start on the event loop as soon as the query's vector is ready, while Temporal is
+still starting the workflow (~20 ms here), and the activity takes the ranked candidates if they were
+gathered for exactly its read filter and k. They are reads only, under the filter the activity would
+apply; everything with an effect or a deadline (read-time revalidation, which hits to serve and
+withhold) stays in the activity, and the API re-checks eligibility again before it loads content.
 
 It is a cache, never the only copy: the claim check in the store is still written, so an
 activity on another worker (eager start declined, production's separate API process) or a retried
@@ -24,6 +32,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from memwarden.embed import Embedder
@@ -33,6 +42,15 @@ MAX_IN_FLIGHT = 1024
 """A bound on entries, in case a caller forgets to discard: the oldest goes first."""
 
 V = TypeVar("V")
+
+Gatherer = Callable[[str, list[float], ReadFilter, int], Awaitable[object]]
+"""(query, its vector, read filter, k) -> the worker's gathered candidates (opaque here)."""
+
+
+def _retrieved(task: asyncio.Future[object]) -> None:
+    """A speculation nobody took may have failed: its error is the activity's to report, not the loop's."""
+    if not task.cancelled():
+        task.exception()
 
 
 class PreparedRequests:
@@ -48,6 +66,8 @@ class PreparedRequests:
         self._entries: dict[str, tuple[str, concurrent.futures.Future[list[float]]]] = {}
         self._subjects: dict[str, ReadFilter | dict[str, str | None]] = {}
         self._parking: dict[str, asyncio.Future[None]] = {}
+        self._searches: dict[str, tuple[ReadFilter, int, asyncio.Future[object]]] = {}
+        self._gather: Gatherer | None = None
         self._lock = threading.Lock()
 
     def _put(self, table: dict[str, V], ref: str, value: V) -> None:
@@ -65,6 +85,45 @@ class PreparedRequests:
         """Start embedding `text` (a search query or a write's content) for the claim check `ref`
         (returns at once)."""
         self._put(self._entries, ref, (text, self._pool.submit(self._embed_one, text)))
+
+    def serve_searches(self, gather: Gatherer) -> None:
+        """Called by the worker that shares this tier: how a search's candidates are gathered."""
+        self._gather = gather
+
+    def prepare_search(self, ref: str, text: str, read_filter: ReadFilter, k: int) -> None:
+        """`prepare` for a search query, and (with a gatherer registered) its reads started on this loop."""
+        self.prepare(ref, text)
+        if self._gather is None:
+            return
+        task = asyncio.ensure_future(self._speculate(ref, text, read_filter, k))
+        task.add_done_callback(_retrieved)
+        self._put(self._searches, ref, (read_filter, k, task))
+
+    async def _speculate(self, ref: str, text: str, read_filter: ReadFilter, k: int) -> object:
+        with self._lock:
+            entry = self._entries.get(ref)
+        if entry is None or self._gather is None:
+            return None
+        vector = await asyncio.wrap_future(entry[1])
+        return await self._gather(text, vector, read_filter, k)
+
+    async def take_search(self, ref: str, read_filter: ReadFilter, k: int) -> object | None:
+        """The candidates gathered ahead for `ref`, removing them; None when there are none, they were
+        gathered for another filter or k, or gathering failed (the caller then gathers for itself)."""
+        entry = self._pop(self._searches, ref)
+        if entry is None:
+            return None
+        held_filter, held_k, task = entry
+        if held_k != k or held_filter != read_filter or task.get_loop() is not asyncio.get_running_loop():
+            task.cancel()
+            return None
+        try:
+            gathered = await task
+        except Exception:
+            return None
+        if gathered is not None:
+            self._pop(self._entries, ref)  # its vector is spent
+        return gathered
 
     async def take_candidate(self, ref: str, text: str) -> list[float] | None:
         """The vector for `ref`, removing the entry, if it was prepared from this very text (the store's
@@ -131,6 +190,9 @@ class PreparedRequests:
             self._entries.pop(ref, None)
             self._subjects.pop(ref, None)
             self._parking.pop(ref, None)
+            search = self._searches.pop(ref, None)
+        if search is not None:
+            search[2].cancel()
 
     def __len__(self) -> int:
         with self._lock:
@@ -142,4 +204,9 @@ class PreparedRequests:
             self._entries.clear()
             self._subjects.clear()
             self._parking.clear()
+            searches = list(self._searches.values())
+            self._searches.clear()
+        for _, _, task in searches:
+            with contextlib.suppress(RuntimeError):  # its loop may be closed already
+                task.cancel()
         self._pool.shutdown(wait=True)

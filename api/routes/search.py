@@ -52,7 +52,7 @@ async def search(state: State, caller: Caller, body: Annotated[SearchIn, Body()]
         return SearchOut(results=[], withheld=[], context="", workflow_id=workflow_id)
     query_ref = f"query-{workflow_id}"
     if state.prepared is not None:
-        state.prepared.prepare(query_ref, body.query)  # embedding starts now, in a worker thread
+        state.prepared.prepare_search(query_ref, body.query, rf, k)  # embedding and reads start now
     try:
         result = await _run_workflow(state, caller, body, rf, k, workflow_id, query_ref)
     finally:

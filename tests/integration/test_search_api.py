@@ -28,6 +28,7 @@ from memwarden.policy.render import CONTEXT_HEADER
 from memwarden.records import (
     MemoryRecord,
     MemoryType,
+    ReadFilter,
     RetrieveResult,
     Scope,
     Sensitivity,
@@ -150,28 +151,29 @@ async def test_workflow_history_carries_ids_and_scores_only(api: Api) -> None:
 
 
 async def test_the_query_is_embedded_in_process_and_its_claim_check_dropped_with_the_audit(api: Api) -> None:
-    """The API's in-process tier feeds the activity; the answer, its read event and the dropped
-    claim check land together (one transaction); a worker without the tier reads the store instead."""
+    """The API's in-process tier feeds the activity (the vector, and the candidates gathered with it
+    while the workflow started); the answer, its read event and the dropped claim check land together
+    (one transaction); a worker without the tier reads the store instead."""
     t = tenant()
     rec = await api.put(t, "synthetic: keeps bees on the allotment roof")
     prepared = api.deps.prepared
     assert prepared is not None
     taken: list[str] = []
-    original = prepared.take
+    original = prepared.take_search
 
-    async def spy(ref: str) -> tuple[str, list[float]] | None:
-        got = await original(ref)
+    async def spy(ref: str, read_filter: ReadFilter, k: int) -> object | None:
+        got = await original(ref, read_filter, k)
         if got is not None:
             taken.append(ref)
         return got
 
-    prepared.take = spy  # type: ignore[method-assign]
+    prepared.take_search = spy  # type: ignore[method-assign]
     try:
         out = await api.search(api.auth(t, "alice"), query="bees allotment")
     finally:
-        del prepared.take
+        del prepared.take_search
     assert [r["memory_id"] for r in out["results"]] == [rec.id]
-    assert taken == [f"query-{out['workflow_id']}"]  # the activity used the API's embedding
+    assert taken == [f"query-{out['workflow_id']}"]  # the activity used what the API gathered
     assert len(prepared) == 0
     assert await api.deps.store.get_candidate(f"query-{out['workflow_id']}") is None
     events, _ = await api.deps.store.list_audit(t, limit=10, cursor=None)

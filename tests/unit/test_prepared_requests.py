@@ -9,6 +9,7 @@ import pytest
 
 from memwarden.embed import MiniLMEmbedder, default_embedder
 from memwarden.prepared import PreparedRequests
+from memwarden.records import NamespaceClause, ReadFilter, Scope
 
 
 @pytest.fixture(scope="module")
@@ -155,5 +156,69 @@ async def test_parked_waits_for_the_park_in_flight_and_not_for_a_failed_one(embe
 
         prepared.hold_parking("mem-4", asyncio.ensure_future(fail()))
         await prepared.parked("mem-4")  # the absent claim check speaks for it
+    finally:
+        prepared.close()
+
+
+def _filter(owner: str) -> ReadFilter:
+    return ReadFilter(tenant_id="t1", clauses=(NamespaceClause(scope=Scope.USER, owner_ids=(owner,)),))
+
+
+async def test_a_search_is_gathered_ahead_for_exactly_its_filter_and_k(embedder: MiniLMEmbedder) -> None:
+    """The worker's reads start as the request arrives, with the API's vector; the activity takes them
+    only for the very read filter and k it was given, once; anything else gathers anew."""
+    prepared = PreparedRequests(embedder)
+    calls: list[tuple[str, list[float], ReadFilter, int]] = []
+
+    async def gather(text: str, vector: list[float], read_filter: ReadFilter, k: int) -> object:
+        calls.append((text, vector, read_filter, k))
+        return ("gathered", len(calls))
+
+    try:
+        prepared.prepare_search("q-1", "bees on the roof", _filter("alice"), 5)
+        assert await prepared.take_search("q-1", _filter("alice"), 5) is None  # no gatherer registered yet
+        assert (await prepared.take("q-1") or ("", []))[0] == "bees on the roof"  # the vector still serves
+
+        prepared.serve_searches(gather)
+        prepared.prepare_search("q-2", "bees on the roof", _filter("alice"), 5)
+        assert await prepared.take_search("q-2", _filter("alice"), 5) == ("gathered", 1)
+        [(text, vector, read_filter, k)] = calls
+        assert (text, read_filter, k) == ("bees on the roof", _filter("alice"), 5)
+        assert vector == embedder.embed(["bees on the roof"])[0]
+        assert await prepared.take_search("q-2", _filter("alice"), 5) is None  # once: a retry gathers anew
+        assert await prepared.take("q-2") is None and len(prepared) == 0  # the vector went with it
+
+        prepared.prepare_search("q-3", "bees on the roof", _filter("alice"), 5)
+        assert await prepared.take_search("q-3", _filter("mallory"), 5) is None  # another filter: not served
+        prepared.prepare_search("q-4", "bees on the roof", _filter("alice"), 5)
+        assert await prepared.take_search("q-4", _filter("alice"), 6) is None  # another k: not served
+        assert (await prepared.take("q-4") or ("", []))[0] == "bees on the roof"  # the activity embeds from here
+    finally:
+        prepared.close()
+
+
+async def test_a_failed_or_discarded_gathering_is_none_not_an_error(embedder: MiniLMEmbedder) -> None:
+    prepared = PreparedRequests(embedder)
+    started = asyncio.Event()
+
+    async def failing(text: str, vector: list[float], read_filter: ReadFilter, k: int) -> object:
+        raise RuntimeError("index unavailable")
+
+    async def slow(text: str, vector: list[float], read_filter: ReadFilter, k: int) -> object:
+        started.set()
+        await asyncio.sleep(30)
+        return "late"
+
+    try:
+        prepared.serve_searches(failing)
+        prepared.prepare_search("q-5", "x", _filter("alice"), 5)
+        assert await prepared.take_search("q-5", _filter("alice"), 5) is None  # the activity reports it itself
+        assert (await prepared.take("q-5") or ("", []))[0] == "x"  # after gathering for itself
+        prepared.serve_searches(slow)
+        prepared.prepare_search("q-6", "x", _filter("alice"), 5)
+        await asyncio.wait_for(started.wait(), 5)
+        prepared.discard("q-6")  # the workflow ended without taking it: the reads are cancelled
+        assert await prepared.take_search("q-6", _filter("alice"), 5) is None
+        assert len(prepared) == 0
     finally:
         prepared.close()
