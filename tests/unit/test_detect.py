@@ -11,6 +11,7 @@ import base64
 import json
 import os
 import random
+import re
 import statistics
 import string
 import subprocess
@@ -32,6 +33,7 @@ from memwarden.detect import (
     find_secrets,
     is_behaviour_changing,
     is_failed_tool_output,
+    pii,
     redact,
     screen,
 )
@@ -465,6 +467,29 @@ def test_pii_labelled_set_precision_recall_and_categories() -> None:
     assert tp / max(1, tp + fp) >= 0.95
     assert tp / max(1, tp + fn) >= 0.95
     assert exact / len(rows) >= 0.9
+
+
+def test_the_pii_prefilter_skips_only_text_no_recognizer_can_match(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Text without a digit, an @, a colon or an obfuscated "at" never reaches presidio; the findings are
+    exactly what presidio finds without the shortcut, over the labelled set, its texts with their digits
+    taken out, and the digit-free shapes (IPv6 in hex letters, "[at]" e-mail) the shortcut must let through."""
+    rows = [r["text"] for r in load("pii_labelled.jsonl")]
+    texts = (
+        rows
+        + [re.sub(r"\d", "", t) for t in rows]
+        + [
+            "the server is aaaa:bbbb:cccc:dddd:eeee:ffff:aaaa:bbbb now",
+            "write to john [at] example [dot] com",
+            "call me on \u0664\u0661\u0665 \u0665\u0665\u0665 \u0660\u0661\u0660\u0660",  # Arabic-Indic: \\d
+            "prefers the window seat and strong black coffee",
+        ]
+    )
+    skipped = [t for t in texts if not pii._MAY_HOLD_PII.search(t)]
+    assert len(skipped) >= 3  # the shortcut does skip some of them
+    shortcut = [pii.find_pii(t) for t in texts]
+    monkeypatch.setattr(pii, "_MAY_HOLD_PII", re.compile(""))  # matches everything: presidio sees all
+    assert shortcut == [pii.find_pii(t) for t in texts]
+    assert shortcut[len(rows) * 2] and shortcut[len(rows) * 2 + 1]  # the digit-free shapes are still found
 
 
 # --- behaviour-changing and failed tool output -----------------------------------------------------------------
