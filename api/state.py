@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -11,8 +12,10 @@ from temporalio.client import Client
 from api.problems import Problem
 from api.usage import LastUsedRecorder
 from memwarden.config import Settings
+from memwarden.forget import subject_key
 from memwarden.identity import AuthError, Principal, Role, verify_token
 from memwarden.prepared import PreparedRequests
+from memwarden.stores.audit import Pseudonymizer
 from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import SqlStore
 
@@ -28,6 +31,16 @@ class ApiState:
     """Systems of record (sources.toml): which system principal may post events for which source."""
     prepared: PreparedRequests | None = None
     """The in-process worker's query tier, when this process hosts one (see memwarden.prepared)."""
+
+    @cached_property
+    def subject_key(self) -> bytes:
+        """The key person ids are hashed under (receipts, audit pseudonyms, subject handles): derived once."""
+        return subject_key(self.settings.auth_secret_value)
+
+    @cached_property
+    def pseudonyms(self) -> Pseudonymizer:
+        """People as the audit log names them, the scheme the store applies to every event."""
+        return Pseudonymizer(self.subject_key)
 
 
 async def get_state(request: Request) -> ApiState:

@@ -127,10 +127,11 @@ class _Gate:
         self.response = response
 
 
-def _user(request: Request) -> _Gate:
+def _user(request: Request, *, posted: bool = False) -> _Gate:
+    """A signed-in person (else the sign-in page, or for a form post a redirect to it; other roles 403)."""
     session = sessions.current_session(_state(request).settings, request)
     if session is None:
-        return _Gate(response=_signin_page(request))
+        return _Gate(response=_redirect("/me") if posted else _signin_page(request))
     if session.principal.role is not Role.USER:
         return _Gate(response=render("wrong_role.html", 403, role=session.principal.role.value))
     return _Gate(session=session)
@@ -138,14 +139,10 @@ def _user(request: Request) -> _Gate:
 
 def _posted(request: Request, csrf: str | None) -> _Gate:
     """A state-changing request: signed in, and carrying this session's CSRF token (else 403, nothing done)."""
-    session = sessions.current_session(_state(request).settings, request)
-    if session is None:
-        return _Gate(response=_redirect("/me"))
-    if session.principal.role is not Role.USER:
-        return _Gate(response=render("wrong_role.html", 403, role=session.principal.role.value))
-    if not sessions.check_csrf(_state(request).settings, session, csrf):
-        return _Gate(response=_page(request, session, "csrf_failed.html", 403))
-    return _Gate(session=session)
+    gate = _user(request, posted=True)
+    if gate.session is not None and not sessions.check_csrf(_state(request).settings, gate.session, csrf):
+        return _Gate(response=_page(request, gate.session, "csrf_failed.html", 403))
+    return gate
 
 
 # -- sign in and out --------------------------------------------------------------------------

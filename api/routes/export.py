@@ -20,7 +20,7 @@ from fastapi import APIRouter, Query
 from api.problems import Problem
 from api.schemas import MemoryOut
 from api.state import ApiState, Caller, State
-from memwarden.forget import subject_hash, subject_key
+from memwarden.forget import subject_hash
 from memwarden.identity import Role
 from memwarden.records import MemoryRecord, NamespaceClause, ReadFilter, Scope, Status
 from memwarden.stores.audit import AuditEventIn
@@ -54,7 +54,7 @@ async def all_memories(state: ApiState, tenant: str, owner: str) -> list[MemoryR
 
 async def subject_deletions(state: ApiState, tenant: str, owner: str) -> list[dict[str, Any]]:
     """Deletions the subject asked for, or that erased them (found by the keyed subject hash)."""
-    hashed = subject_hash(subject_key(state.settings.auth_secret_value), tenant, owner)
+    hashed = subject_hash(state.subject_key, tenant, owner)
     d = deletions.c
     query = (
         sa.select(d.id, d.status, d.reason, d.selector, d.created_at, d.completed_at, d.receipt_hash, d.counts)

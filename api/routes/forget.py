@@ -31,7 +31,6 @@ from memwarden.forget import (
     redacted,
     selector_key,
     subject_hash,
-    subject_key,
 )
 from memwarden.identity import Principal, Role
 from memwarden.records import ForgetInput
@@ -78,7 +77,7 @@ async def _memory_subject(state: ApiState, caller: Principal, memory_id: str) ->
 async def _forget(state: ApiState, caller: Principal, request: ForgetRequest) -> DeletionAccepted:
     telemetry.set_attributes(trace.get_current_span(), {telemetry.SELECTOR_KIND: request.selector.kind})
     _authorize(caller, request)
-    key = subject_key(state.settings.auth_secret_value)
+    key = state.subject_key
     selector = request.selector
     body = redacted(selector, key, caller.tenant)
     if isinstance(selector, MemorySelector):
@@ -215,7 +214,7 @@ async def get_deletion(state: State, caller: Caller, deletion_id: str) -> dict[s
     view = receipt_view(row, sinks)
     if row.status == "verified":
         # Exactly what was hashed: sha256 of its canonical JSON is `receipt_hash` (anyone can check it).
-        requester = subject_hash(subject_key(state.settings.auth_secret_value), row.tenant_id, row.requester)
+        requester = subject_hash(state.subject_key, row.tenant_id, row.requester)
         view["receipt"] = build_receipt(row, sinks, requester_hash=requester)
     return view
 

@@ -20,7 +20,6 @@ from api.routes.settings import memory_enabled
 from api.schemas import MemoryDetail, MemoryOut, MemoryPage, RememberOut
 from api.state import ApiState, Caller, State
 from api.telemetry import traced
-from memwarden.forget import subject_key
 from memwarden.identity import Forbidden, Principal, Role, may_settle, read_filter, write_target
 from memwarden.records import (
     CandidateIn,
@@ -34,7 +33,6 @@ from memwarden.records import (
     Status,
     content_hash,
 )
-from memwarden.stores.audit import Pseudonymizer
 from memwarden.stores.subjects import handle_row, new_handle
 from memwarden.telemetry import CREATE_MEMORY
 from workflows.pending import PendingWriteWorkflow, pending_workflow_id
@@ -135,7 +133,7 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
 
 def _pseudonym(state: ApiState, caller: Principal) -> str:
     """The caller as the audit log names it (the only use a workflow has for who acted)."""
-    return Pseudonymizer(subject_key(state.settings.auth_secret_value)).actor(caller.tenant, caller.actor)
+    return state.pseudonyms.actor(caller.tenant, caller.actor)
 
 
 async def remember(
@@ -183,8 +181,7 @@ def _sealed_write(
     The handle keeps the owner's id and the writer out of RememberWorkflow's history (erasing the owner
     deletes it), and the actor goes in as the audit log's pseudonym (it is only ever audited).
     """
-    key = subject_key(state.settings.auth_secret_value)
-    handle = new_handle(key, request.tenant_id, request.owner_id)
+    handle = new_handle(state.subject_key, request.tenant_id, request.owner_id)
     expires = now + CLAIM_CHECK_TTL
     ids = {"owner_id": request.owner_id, "writer": request.provenance.writer}
     rows = [
@@ -194,7 +191,7 @@ def _sealed_write(
     sealed = request.model_copy(
         update={
             "owner_id": "",
-            "actor": Pseudonymizer(key).actor(request.tenant_id, request.actor),
+            "actor": state.pseudonyms.actor(request.tenant_id, request.actor),
             "provenance": request.provenance.model_copy(update={"writer": None}),
             "subject_ref": handle,
             "branch": ONE_STEP_BRANCH,

@@ -15,12 +15,11 @@ from api.problems import Problem
 from api.schemas import SearchIn, SearchOut, SearchResultOut
 from api.state import ApiState, Caller, State
 from api.telemetry import traced
-from memwarden.forget import subject_key
 from memwarden.identity import Principal, Role, read_filter
 from memwarden.policy.freshness import read_freshness
 from memwarden.policy.render import context_block, label
 from memwarden.records import MemoryRecord, ReadFilter, RetrieveInput, RetrieveResult, Sensitivity, Status
-from memwarden.stores.audit import AuditEventIn, Pseudonymizer, read_event
+from memwarden.stores.audit import AuditEventIn, read_event
 from memwarden.stores.subjects import handle_row, new_handle
 from memwarden.telemetry import SEARCH_MEMORY
 from workflows.retrieve import RetrieveWorkflow
@@ -141,12 +140,11 @@ async def _run_workflow(
     """
     expires = datetime.now(UTC) + QUERY_CLAIM_TTL
     rows = [(query_ref, caller.tenant, body.query, expires)]
-    key = subject_key(state.settings.auth_secret_value)
     sealed, handle = rf, None
     owner = caller.subject_owner
     if owner is not None:
         # The person this search is for stays out of history: the read filter waits under a handle.
-        handle = new_handle(key, caller.tenant, owner)
+        handle = new_handle(state.subject_key, caller.tenant, owner)
         rows.append(handle_row(handle, caller.tenant, {"read_filter": rf.model_dump(mode="json")}, expires))
         sealed = rf.model_copy(update={"clauses": ()})
         if state.prepared is not None:
@@ -157,7 +155,7 @@ async def _run_workflow(
         k=k,
         read_filter=sealed,
         consequence=body.consequence,
-        actor=Pseudonymizer(key).actor(caller.tenant, caller.actor),
+        actor=state.pseudonyms.actor(caller.tenant, caller.actor),
         subject_ref=handle,
     )
     try:

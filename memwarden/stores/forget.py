@@ -11,6 +11,7 @@ retried commit can never bring deleted content back; their content and content h
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -217,28 +218,21 @@ class ForgetStore:
         racing on PostgreSQL meet on the deterministic deletion id: the loser's insert conflicts, and
         its retry finds the winner's deletion.
         """
+        attempt = functools.partial(
+            self._begin,
+            tenant_id=tenant_id,
+            requester=requester,
+            selector=selector,
+            redacted_selector=redacted_selector,
+            selector_key=selector_key,
+            reason=reason,
+            subject_hash=subject_hash,
+            now=now,
+        )
         try:
-            return await self._begin(
-                tenant_id=tenant_id,
-                requester=requester,
-                selector=selector,
-                redacted_selector=redacted_selector,
-                selector_key=selector_key,
-                reason=reason,
-                subject_hash=subject_hash,
-                now=now,
-            )
-        except IntegrityError:
-            return await self._begin(
-                tenant_id=tenant_id,
-                requester=requester,
-                selector=selector,
-                redacted_selector=redacted_selector,
-                selector_key=selector_key,
-                reason=reason,
-                subject_hash=subject_hash,
-                now=now,
-            )
+            return await attempt()
+        except IntegrityError:  # a racing twin inserted the same deletion id first: this pass finds it
+            return await attempt()
 
     async def _begin(
         self,
