@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.stack import Stack, running_stack, summary_ms
+from bench.stack import Stack, python_speed_ms, running_stack, summary_ms
 from memwarden.identity import Principal, Role, read_filter
 from memwarden.records import MemoryRecord, MemoryType, RetrieveInput, SourceKind, Status, content_hash
 from memwarden.stores.vectors import index_point
@@ -206,6 +206,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()} cpus={len(os.sched_getaffinity(0))} python={platform.python_version()}",
+        "python_loop_ms": python_speed_ms(),
         "per_owner": args.per_owner,
         "k": 5,
         "results": results,

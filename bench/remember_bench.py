@@ -46,7 +46,7 @@ from temporalio.worker import Worker  # noqa: E402
 
 from bench.floor import FloorWorkflow, noop  # noqa: E402
 from bench.load_clients import body  # noqa: E402
-from bench.stack import FLOOR_SANDBOX  # noqa: E402
+from bench.stack import FLOOR_SANDBOX, python_speed_ms  # noqa: E402
 from tests.integration.api_stack import Api, embedded_api  # noqa: E402
 from worker import event_loop  # noqa: E402
 from worker.runtime import MAX_CONCURRENT_LOCAL_ACTIVITIES  # noqa: E402
@@ -210,6 +210,7 @@ async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any, ht
             "cpu_ms_per_floor_workflow": round(1000 * floor_cpu / total, 1),
             "load_average_1min": round(os.getloadavg()[0], 1),
         },
+        "python_loop_ms": python_speed_ms(),
         "decisions": dict(decisions),
     }
     return result
@@ -231,7 +232,8 @@ def report(r: dict[str, Any]) -> str:
             f"(floor workflows alone: {c['floor_workflows_per_s']}/s). CPU per write {c['cpu_ms_per_write']} ms, "
             f"per floor workflow {c['cpu_ms_per_floor_workflow']} ms (process and children: dev server, writers); load "
             f"average "
-            f"{c['load_average_1min']}. Decisions: {r['decisions']}",
+            f"{c['load_average_1min']}; the machine's pure-Python loop {r['python_loop_ms']} ms. "
+            f"Decisions: {r['decisions']}",
         ]
     )
 

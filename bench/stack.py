@@ -124,6 +124,20 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[rank - 1]
 
 
+def python_speed_ms(n: int = 2_000_000, rounds: int = 5) -> float:
+    """The best of `rounds` timings of a fixed pure-Python loop, in ms: how fast this machine runs Python
+    right now. Machines of one kind differ (one session's box ran the same Temporal floor at twice the CPU
+    of another's), so absolute rates are compared across runs only beside this figure."""
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        total = 0
+        for i in range(n):
+            total += i
+        best = min(best, time.perf_counter() - start)
+    return round(best * 1000, 1)
+
+
 def summary_ms(values: Sequence[float]) -> dict[str, float]:
     """p50 / p95 / mean in milliseconds."""
     return {
