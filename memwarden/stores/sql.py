@@ -898,18 +898,16 @@ class SqlStore:
         if self._pseudonyms is not None:
             event = self._pseudonyms.event(event)
         await self._lock_audit(conn)
-        # One statement: is this id already in the chain, and what is the head's hash.
-        seen, prev = (await conn.execute(Q.AUDIT_SEEN_AND_HEAD, {"id": event.id})).one()
+        # One statement: is this id already in the chain, the head's hash, the last checkpoint.
+        seen, prev, last = (await conn.execute(Q.AUDIT_CHAIN_STATE, {"id": event.id})).one()
         if seen is not None:
             return
         prev_hash = prev or GENESIS_HASH
         head_hash = chain_hash(prev_hash, event)
         row = {f: getattr(event, f) for f in _AUDIT_FIELDS} | {"prev_hash": prev_hash, "hash": head_hash}
         seq = await conn.scalar(Q.INSERT_AUDIT_EVENT, row)
-        if self._signer is not None:
-            last = await conn.scalar(Q.LAST_CHECKPOINT_SEQ)
-            if int(seq) - int(last or 0) >= self._checkpoint_every:
-                await self._write_checkpoint(conn, int(seq), head_hash, int(last or 0))
+        if self._signer is not None and int(seq) - int(last or 0) >= self._checkpoint_every:
+            await self._write_checkpoint(conn, int(seq), head_hash, int(last or 0))
 
     async def append_audit_many(self, events: Sequence[AuditEventIn]) -> int:
         """`append_audit` for many events in one transaction (a deletion's per-memory events)."""

@@ -76,13 +76,14 @@ SCREEN_INPUTS = _screen_inputs(with_source=False)
 SCREEN_INPUTS_WITH_SOURCE = _screen_inputs(with_source=True)
 """(memory on for the owner, the parked content, the cited source quarantined): SqlStore.screen_inputs."""
 
-AUDIT_SEEN_AND_HEAD = sa.select(
+AUDIT_CHAIN_STATE = sa.select(
     sa.select(_a.seq).where(_a.id == sa.bindparam("id")).scalar_subquery(),
     sa.select(_a.hash).order_by(_a.seq.desc()).limit(1).scalar_subquery(),
+    sa.select(sa.func.max(audit_checkpoints.c.seq)).scalar_subquery(),
 )
-"""Is this event id already in the chain, and the head's hash: one statement under the audit lock."""
+"""Is this event id already in the chain, the head's hash, and the last checkpoint's seq: one statement
+under the audit lock (every append asked the last of these separately)."""
 INSERT_AUDIT_EVENT = sa.insert(audit_events).returning(_a.seq)
-LAST_CHECKPOINT_SEQ = sa.select(sa.func.max(audit_checkpoints.c.seq))
 
 
 @cache
