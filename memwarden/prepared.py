@@ -53,6 +53,12 @@ def _retrieved(task: asyncio.Future[object]) -> None:
         task.exception()
 
 
+def _cancel(task: asyncio.Future[object]) -> None:
+    """Cancel a gathering from any thread (its loop runs it); a closed loop has nothing left to cancel."""
+    with contextlib.suppress(RuntimeError):
+        task.get_loop().call_soon_threadsafe(task.cancel)
+
+
 class PreparedRequests:
     """Query and candidate texts with their embeddings (computing in worker threads), by claim-check
     reference, the ids held under subject handles, and writes' parks in flight."""
@@ -114,13 +120,16 @@ class PreparedRequests:
         if entry is None:
             return None
         held_filter, held_k, task = entry
-        if held_k != k or held_filter != read_filter or task.get_loop() is not asyncio.get_running_loop():
+        if task.get_loop() is not asyncio.get_running_loop():
+            _cancel(task)
+            return None
+        if held_k != k or held_filter != read_filter:
             task.cancel()
             return None
-        try:
-            gathered = await task
-        except Exception:
+        await asyncio.wait((task,))  # a gathering cancelled meanwhile (the request ended) is None, not our error
+        if task.cancelled() or task.exception() is not None:
             return None
+        gathered = task.result()
         if gathered is not None:
             self._pop(self._entries, ref)  # its vector is spent
         return gathered
@@ -192,7 +201,7 @@ class PreparedRequests:
             self._parking.pop(ref, None)
             search = self._searches.pop(ref, None)
         if search is not None:
-            search[2].cancel()
+            _cancel(search[2])
 
     def __len__(self) -> int:
         with self._lock:
@@ -207,6 +216,5 @@ class PreparedRequests:
             searches = list(self._searches.values())
             self._searches.clear()
         for _, _, task in searches:
-            with contextlib.suppress(RuntimeError):  # its loop may be closed already
-                task.cancel()
+            _cancel(task)
         self._pool.shutdown(wait=True)
