@@ -3,12 +3,13 @@
 Only the worker opens the shard (one process). Edge calls are synchronous and run in worker
 threads; writes, open, close, flush and vacuum are serialised by one lock. The shard runs without a
 write-ahead log (a WAL would keep a copy of a forgotten memory's vectors after it was deleted and
-vacuumed), so durability is a flush, and a flush costs 70-100 ms here:
+vacuumed), so durability is a flush, and a flush costs 100-150 ms here (its fsyncs hold the GIL):
 - deletions are flushed before they return (a purge that is verified must be on disk);
 - upserts and status changes are visible to queries at once and flushed together within
-  `flush_delay` (group flush), and the time each flush started is recorded beside the shard, so after
-  a crash the worker re-indexes from the durable store whatever changed since then
-  (`activities.indexing.reconcile_index`): the store is the source of truth, the index a derivative.
+  `flush_delay` (group flush; the service passes `edge_flush_delay_seconds`, 5 s), and the time each
+  flush started is recorded beside the shard, so after a crash the worker re-indexes from the durable
+  store whatever changed since then (`activities.indexing.reconcile_index`): the store is the source of
+  truth, the index a derivative.
 Vacuum runs in a child process on the closed shard (`edge_vacuum`: Edge's optimizer holds the GIL for
 its whole run); reads wait for it at a gate instead of meeting a closed shard.
 """
@@ -108,7 +109,8 @@ def _clause_filter(clause: NamespaceClause) -> Filter:
 
 
 FLUSH_DELAY_S = 0.5
-"""How long an upsert may wait for the group flush; a crash loses at most this much, and reconcile repairs it."""
+"""How long an upsert may wait for the group flush when the caller names none (tests, tools); the service
+passes `edge_flush_delay_seconds` (5 s). A crash loses at most this much, and reconcile repairs it."""
 FLUSHED_AT_FILE = "memwarden_flushed_at"
 
 
