@@ -134,7 +134,7 @@ _META_COLUMNS = (
     _M.provenance["session"].as_string().label("session"),
     _M.provenance["turn"].as_string().label("turn"),
 )
-"""What `eligible_meta` reads, in `EligibleMeta`'s field order."""
+"""What `eligible_meta` reads: the id and `EligibleMeta`'s fields, never content."""
 
 
 class ConcurrencyConflict(Exception):
@@ -580,13 +580,8 @@ class SqlStore:
         By primary key: the tenant test is `tenant_id || '' = ?` (see `_bound_filter_clause`), or
         SQLite walks the whole tenant through its tenant-led index.
         """
-        found: dict[str, MemoryRecord] = {}
         async with self._read() as conn:
-            for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
-                rows = await conn.execute(Q.MEMORIES_BY_IDS, {"tenant_id": tenant_id, "ids": chunk})
-                for row in rows.mappings():
-                    found[row["id"]] = _row_to_record(row)
-        return found
+            return await _records_by_ids(conn, Q.MEMORIES_BY_IDS, {"tenant_id": tenant_id}, ids)
 
     async def find_by_idempotency_key(self, tenant_id: str, key: str) -> MemoryRecord | None:
         """The memory an earlier request with this key created, so a retried request answers the same."""
@@ -601,15 +596,8 @@ class SqlStore:
         """
         if not ids or not read_filter.clauses:
             return []
-        ordered = list(dict.fromkeys(ids))
-        stmt, params = by_ids_statement("records", (memories,), read_filter, now)
-        found: dict[str, MemoryRecord] = {}
         async with self._read() as conn:
-            for chunk in _chunks(ordered, _CHUNK):
-                rows = await conn.execute(stmt, {**params, "ids": chunk})
-                for row in rows.mappings():
-                    found[row["id"]] = _row_to_record(row)
-        return [found[i] for i in ordered if i in found]
+            return await _eligible_records(conn, read_filter, ids, now)
 
     async def answer_search(
         self,
@@ -633,8 +621,6 @@ class SqlStore:
         or audited and None is returned (the query is still dropped). Checked here, in the same
         transaction as the read, a switch-off that committed before it is always honoured.
         """
-        ordered = list(dict.fromkeys(ids)) if read_filter.clauses else []
-        found: dict[str, MemoryRecord] = {}
         async with self._write() as conn:
             if settings_owner is not None:
                 params = {"tenant_id": read_filter.tenant_id, "owner_id": settings_owner}
@@ -643,12 +629,7 @@ class SqlStore:
                     if drop_candidate is not None:
                         await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
                     return None
-            for chunk in _chunks(ordered, _CHUNK):
-                stmt, bound = by_ids_statement("records", (memories,), read_filter, now)
-                rows = await conn.execute(stmt, {**bound, "ids": chunk})
-                for row in rows.mappings():
-                    found[row["id"]] = _row_to_record(row)
-            records = [found[i] for i in ordered if i in found]
+            records = await _eligible_records(conn, read_filter, ids, now)
             await self._append_audit(conn, audit(records))
             if drop_candidate is not None:
                 await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
@@ -671,18 +652,18 @@ class SqlStore:
                 rows = await conn.execute(stmt, {**params, "ids": chunk})
                 for row in rows:
                     found[row.id] = EligibleMeta(
-                        Status(row.status),
-                        row.created_at,
-                        row.importance,
-                        row.last_confirmed_at,
-                        MemoryType(row.type),
-                        row.source_system,
-                        row.source_key,
-                        row.source_version,
-                        row.version,
-                        row.owner_id,
-                        row.session,
-                        row.turn,
+                        status=Status(row.status),
+                        created_at=row.created_at,
+                        importance=row.importance,
+                        last_confirmed_at=row.last_confirmed_at,
+                        type=MemoryType(row.type),
+                        source_system=row.source_system,
+                        source_key=row.source_key,
+                        source_version=row.source_version,
+                        version=row.version,
+                        owner_id=row.owner_id,
+                        session=row.session,
+                        turn=row.turn,
                     )
         return found
 
@@ -1413,6 +1394,28 @@ def live_slot_key(record: MemoryRecord) -> str | None:
 
 def _row_to_record(row: RowMapping) -> MemoryRecord:
     return MemoryRecord.model_validate({name: row[name] for name in _RECORD_FIELDS})
+
+
+async def _records_by_ids(
+    conn: AsyncConnection, stmt: sa.Select[Any], params: dict[str, Any], ids: Sequence[str]
+) -> dict[str, MemoryRecord]:
+    """Rows of `stmt` (which binds its ids as `ids`) for each distinct id, in chunks of `_CHUNK`, by id."""
+    found: dict[str, MemoryRecord] = {}
+    for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
+        for row in (await conn.execute(stmt, {**params, "ids": chunk})).mappings():
+            found[row["id"]] = _row_to_record(row)
+    return found
+
+
+async def _eligible_records(
+    conn: AsyncConnection, read_filter: ReadFilter, ids: Sequence[str], now: datetime
+) -> list[MemoryRecord]:
+    """`SqlStore.eligible` inside a transaction the caller holds (none without ids or clauses)."""
+    if not ids or not read_filter.clauses:
+        return []
+    stmt, params = by_ids_statement("records", (memories,), read_filter, now)
+    found = await _records_by_ids(conn, stmt, params, ids)
+    return [found[i] for i in dict.fromkeys(ids) if i in found]
 
 
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
