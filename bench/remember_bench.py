@@ -230,9 +230,8 @@ def report(r: dict[str, Any]) -> str:
             f"{c['clients']} concurrent clients ({c['clients_in']}), {c['writes']} writes: "
             f"{c['writes_per_s']} writes/s through the API "
             f"(floor workflows alone: {c['floor_workflows_per_s']}/s). CPU per write {c['cpu_ms_per_write']} ms, "
-            f"per floor workflow {c['cpu_ms_per_floor_workflow']} ms (process and children: dev server, writers); load "
-            f"average "
-            f"{c['load_average_1min']}; the machine's pure-Python loop {r['python_loop_ms']} ms. "
+            f"per floor workflow {c['cpu_ms_per_floor_workflow']} ms (process and children: dev server, writers); "
+            f"load average {c['load_average_1min']}; the machine's pure-Python loop {r['python_loop_ms']} ms. "
             f"Decisions: {r['decisions']}",
         ]
     )

@@ -120,11 +120,8 @@ class PreparedRequests:
         if entry is None:
             return None
         held_filter, held_k, task = entry
-        if task.get_loop() is not asyncio.get_running_loop():
+        if task.get_loop() is not asyncio.get_running_loop() or held_k != k or held_filter != read_filter:
             _cancel(task)
-            return None
-        if held_k != k or held_filter != read_filter:
-            task.cancel()
             return None
         await asyncio.wait((task,))  # a gathering cancelled meanwhile (the request ended) is None, not our error
         if task.cancelled() or task.exception() is not None:
