@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import os
 import socket
+import sqlite3
 import time
 import uuid
 from pathlib import Path
@@ -52,6 +53,9 @@ async def test_run_workflow_and_keep_history_across_restart(tmp_path: Path) -> N
         assert SECRET.encode() not in history.to_json().encode()
     assert not first.running
     assert first.db_path.exists()
+    # The server keeps its file in write-ahead-log mode (SQLITE_PRAGMAS): a mode the file itself records.
+    with sqlite3.connect(first.db_path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
     second = DevServer(tmp_path, port=free_port(), headless=True)
     async with second:
@@ -88,5 +92,7 @@ def test_command_line_and_helpers(tmp_path: Path) -> None:
     assert with_ui[with_ui.index("--ui-port") + 1] == "7301"
     assert with_ui[with_ui.index("--db-filename") + 1] == str(tmp_path / "temporal.db")
     assert "--headless" not in with_ui
+    pragmas = [with_ui[i + 1] for i, arg in enumerate(with_ui) if arg == "--sqlite-pragma"]
+    assert pragmas == ["journal_mode=wal", "synchronous=FULL"]
     headless = DevServer(tmp_path, port=7300, headless=True).command()
     assert "--headless" in headless and "--ui-port" not in headless
