@@ -53,20 +53,51 @@ from worker.runtime import MAX_CONCURRENT_LOCAL_ACTIVITIES  # noqa: E402
 from worker.temporal_client import connect  # noqa: E402
 
 
-def cpu_seconds() -> float:
-    """User + system CPU of this process (all threads) and of its live children (the Temporal dev server,
-    the writers' process)."""
+def cpu_by_part() -> Counter[str]:
+    """CPU seconds (user + system) of this process by thread group, and of its live children (the
+    Temporal dev server, the writers' process): which part a write's CPU goes to, so a run says
+    whether Temporal, the event loop or the embedding is the one to cut.
+
+    Groups: "event loop" (the main thread: API, workflow payloads, activities), "python threads"
+    (threads Python started: the embedding, SQLite's thread hops, the sandbox's activations),
+    "native threads" (the SDK's Rust core, Qdrant Edge), "dev server", "writers"."""
     me = os.getpid()
     ticks = os.sysconf("SC_CLK_TCK")
-    total = sum(os.times()[:2])
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    parts: Counter[str] = Counter()
+
+    def parsed(stat: Path) -> tuple[str, list[str]] | None:
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            text = stat.read_text()
         except OSError:
-            continue  # gone meanwhile
-        if int(fields[1]) == me:  # ppid
-            total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
-    return total
+            return None  # gone meanwhile
+        return text[text.index("(") + 1 : text.rindex(")")], text.rsplit(")", 1)[1].split()
+
+    own = parsed(Path(f"/proc/{me}/stat"))
+    own_name = own[0] if own is not None else ""
+    for task in Path(f"/proc/{me}/task").iterdir():
+        found = parsed(task / "stat")
+        if found is None:
+            continue
+        name, fields = found
+        if int(task.name) == me:
+            part = "event loop"
+        else:
+            part = "python threads" if name == own_name else "native threads"
+        parts[part] += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        found = parsed(stat)
+        if found is not None and int(found[1][1]) == me:  # ppid
+            name, fields = found
+            part = "dev server" if name == "temporal" else "writers"
+            # A child's own threads are in its utime/stime; its finished children are not counted.
+            parts[part] += (int(fields[11]) + int(fields[12])) / ticks
+    return parts
+
+
+def per_op_ms(before: Counter[str], after: Counter[str], ops: int) -> dict[str, float]:
+    """CPU milliseconds per operation by part, between two `cpu_by_part` readings."""
+    used = {part: after[part] - before[part] for part in sorted(after)}
+    return {part: round(1000 * seconds / ops, 1) for part, seconds in used.items() if seconds > 0}
 
 
 def pct(values: list[float], q: float) -> float:
@@ -142,11 +173,11 @@ async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any, ht
         writes.append(await write(solo, "solo", decisions))
         https.append(await http_floor(solo))
 
-    async def run_clients(one: Any) -> tuple[float, float]:
-        """Wall seconds, and CPU seconds of this process and its children (the dev server) meanwhile."""
-        start, cpu = time.perf_counter(), cpu_seconds()
+    async def run_clients(one: Any) -> tuple[float, Counter[str], Counter[str]]:
+        """Wall seconds, and CPU of this process and its children (the dev server) before and after."""
+        start, cpu = time.perf_counter(), cpu_by_part()
         await asyncio.gather(*(one(i) for i in range(args.clients)))
-        return time.perf_counter() - start, cpu_seconds() - cpu
+        return time.perf_counter() - start, cpu, cpu_by_part()
 
     async def api_client(i: int) -> None:
         headers = api.auth("bench", f"person-{i}")
@@ -157,7 +188,7 @@ async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any, ht
         for _ in range(args.per_client):
             await floor()
 
-    async def clients_elsewhere() -> tuple[float, float]:
+    async def clients_elsewhere() -> tuple[float, Counter[str], Counter[str]]:
         """The writers in a process of their own (bench/load_clients.py), as agent backends are: wall
         seconds as that process measured them, and CPU of this process and its children meanwhile (the
         dev server and the writers' process included)."""
@@ -176,23 +207,25 @@ async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any, ht
         child.stdin.write(json.dumps(job).encode() + b"\n")
         await child.stdin.drain()
         assert json.loads(await child.stdout.readline()) == {"ready": True}
-        cpu = cpu_seconds()
+        cpu = cpu_by_part()
         child.stdin.write(b"go\n")
         await child.stdin.drain()
         report = json.loads(await child.stdout.readline())
-        used = cpu_seconds() - cpu
+        after = cpu_by_part()  # before it exits: a finished child's CPU is no longer listed
         await child.wait()
         if report["failed"]:
             raise RuntimeError(f"{report['failed']} writes failed")
         decisions.update(report["decisions"])
-        return report["elapsed_s"], used
+        return report["elapsed_s"], cpu, after
 
     total = args.clients * args.per_client
-    floor_elapsed, floor_cpu = await run_clients(floor_client)
+    floor_elapsed, floor_before, floor_after = await run_clients(floor_client)
     if args.in_process_clients:
-        api_elapsed, api_cpu = await run_clients(api_client)
+        api_elapsed, api_before, api_after = await run_clients(api_client)
     else:
-        api_elapsed, api_cpu = await clients_elsewhere()
+        api_elapsed, api_before, api_after = await clients_elsewhere()
+    api_parts = per_op_ms(api_before, api_after, total)
+    floor_parts = per_op_ms(floor_before, floor_after, total)
     result = {
         "decision_latency": summary(writes),
         "floor_latency": summary(floors),
@@ -206,8 +239,10 @@ async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any, ht
             "floor_workflows_per_s": round(total / floor_elapsed, 1),
             # CPU per operation (this process with every thread, plus the dev server): unlike rates, it
             # hardly moves when other work shares the machine, so it says what 2 idle cores could do.
-            "cpu_ms_per_write": round(1000 * api_cpu / total, 1),
-            "cpu_ms_per_floor_workflow": round(1000 * floor_cpu / total, 1),
+            "cpu_ms_per_write": round(sum(api_parts.values()), 1),
+            "cpu_ms_per_floor_workflow": round(sum(floor_parts.values()), 1),
+            "cpu_ms_per_write_by_part": api_parts,
+            "cpu_ms_per_floor_workflow_by_part": floor_parts,
             "load_average_1min": round(os.getloadavg()[0], 1),
         },
         "python_loop_ms": python_speed_ms(),
@@ -233,6 +268,9 @@ def report(r: dict[str, Any]) -> str:
             f"per floor workflow {c['cpu_ms_per_floor_workflow']} ms (process and children: dev server, writers); "
             f"load average {c['load_average_1min']}; the machine's pure-Python loop {r['python_loop_ms']} ms. "
             f"Decisions: {r['decisions']}",
+            "",
+            f"CPU ms per write by part: {c['cpu_ms_per_write_by_part']}; "
+            f"per floor workflow: {c['cpu_ms_per_floor_workflow_by_part']}",
         ]
     )
 
