@@ -95,9 +95,14 @@ def cpu_by_part() -> Counter[str]:
 
 
 def per_op_ms(before: Counter[str], after: Counter[str], ops: int) -> dict[str, float]:
-    """CPU milliseconds per operation by part, between two `cpu_by_part` readings."""
+    """CPU milliseconds per operation by part (unrounded), between two `cpu_by_part` readings."""
     used = {part: after[part] - before[part] for part in sorted(after)}
-    return {part: round(1000 * seconds / ops, 1) for part, seconds in used.items() if seconds > 0}
+    return {part: 1000 * seconds / ops for part, seconds in used.items() if seconds > 0}
+
+
+def rounded(ms: dict[str, float]) -> dict[str, float]:
+    """The per-part figures as reported; totals are summed from the unrounded parts, as before the split."""
+    return {part: round(value, 1) for part, value in ms.items()}
 
 
 def pct(values: list[float], q: float) -> float:
@@ -241,8 +246,8 @@ async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any, ht
             # hardly moves when other work shares the machine, so it says what 2 idle cores could do.
             "cpu_ms_per_write": round(sum(api_parts.values()), 1),
             "cpu_ms_per_floor_workflow": round(sum(floor_parts.values()), 1),
-            "cpu_ms_per_write_by_part": api_parts,
-            "cpu_ms_per_floor_workflow_by_part": floor_parts,
+            "cpu_ms_per_write_by_part": rounded(api_parts),
+            "cpu_ms_per_floor_workflow_by_part": rounded(floor_parts),
             "load_average_1min": round(os.getloadavg()[0], 1),
         },
         "python_loop_ms": python_speed_ms(),

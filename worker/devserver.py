@@ -25,12 +25,13 @@ _LOG_NAME = "temporal-server.log"
 _TAIL_BYTES = 4000
 _PROBE_SECONDS = 2.0
 _POLL_SECONDS = 0.2
-# The server's SQLite file in write-ahead-log mode. Its default (a rollback journal, synced on every
-# commit) made the server the costliest part of a workflow here: a workflow with one local activity took
-# 50 ms at p50 and 31 ms of the server's CPU, 22 such workflows/s with 8 clients; in WAL mode 37 ms,
-# 22-25 ms of CPU, 33-38/s (measured side by side, README "Temporal's own store"). synchronous stays
-# FULL (the WAL is synced at every commit), so history a client was told about survives a power cut.
 SQLITE_PRAGMAS = ("journal_mode=wal", "synchronous=FULL")
+"""The server's SQLite file in write-ahead-log mode. Its default (a rollback journal, synced on every
+commit) made the server the costliest part of a workflow here: a workflow with one local activity took
+50 ms at p50 and 31 ms of the server's CPU, 22 such workflows/s with 8 clients; in WAL mode 37 ms, 22-25
+ms of CPU, 33-38/s (measured side by side; README Decisions, "The embedded Temporal server keeps its
+SQLite file in WAL mode"). synchronous stays FULL (the WAL is synced at every commit), so history a
+client was told about survives a power cut."""
 
 
 class DevServerError(RuntimeError):
