@@ -9,13 +9,14 @@ before. Payloads that are not encrypted (history written before the codec existe
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Mapping, Sequence
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
+
+from memwarden import randomness
 
 ENCODING = b"binary/encrypted"
 KEY_ID_METADATA = "encryption-key-id"
@@ -58,7 +59,7 @@ class AesGcmCodec(PayloadCodec):
         return [self._decrypt(p) for p in payloads]
 
     def _encrypt(self, payload: Payload) -> Payload:
-        nonce = os.urandom(NONCE_BYTES)
+        nonce = randomness.token_bytes(NONCE_BYTES)
         kid = self.key_id.encode()
         sealed = self._current.encrypt(nonce, payload.SerializeToString(), kid)
         return Payload(metadata={"encoding": ENCODING, KEY_ID_METADATA: kid}, data=nonce + sealed)
