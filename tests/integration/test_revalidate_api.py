@@ -45,7 +45,7 @@ from memwarden.stores.vectors import index_point
 from tests.integration.api_stack import assert_problem
 from tests.source_server import SourceServer, sources_toml
 from tests.stack_support import embedded_stack
-from workflows.revalidate import revalidate_workflow_id
+from workflows.revalidate import CHECK_RETRY, revalidate_workflow_id
 
 PROGRAMS_TIMEOUT_MS = 300
 
@@ -368,7 +368,10 @@ async def test_unavailable_changes_nothing_and_a_child_outlives_the_read_to_fini
     assert (await child.describe()).status is WorkflowExecutionStatus.RUNNING
 
     stack.src.set(mode="up")  # the source comes back: the background check supersedes the value
-    result = await asyncio.wait_for(child.result(), 30)
+    # Its next attempt may be a whole backoff away (CHECK_RETRY: 1, 2, 4, 8, 16, then 30 s) on a slow box.
+    longest = CHECK_RETRY.maximum_interval
+    assert longest is not None
+    result = await asyncio.wait_for(child.result(), longest.total_seconds() + 45)
     assert result.outcome is RevalidationOutcome.CHANGED and result.attempts >= 2
     after = await stack.deps.store.get_memory(t, held.id)
     assert after is not None and after.status is Status.SUPERSEDED
