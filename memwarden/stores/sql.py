@@ -77,6 +77,10 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
 _IMMEDIATE = "memwarden_sqlite_immediate"
 """Execution option: open this SQLite transaction with BEGIN IMMEDIATE (take the write lock now)."""
+_AUTOCOMMIT_READ = "memwarden_sqlite_autocommit_read"
+"""Execution option: a read of one statement (or of independent chunks) runs in SQLite's autocommit mode.
+A single SELECT is its own consistent snapshot; the explicit BEGIN cost a statement round trip per read
+(~0.1 ms here, and a GIL release the event loop waits behind, see `memwarden.randomness`)."""
 
 _MIGRATE_LOCK_KEY = 0x6D77_6D69_6772_6174
 """pg_advisory_xact_lock key held while migrating ("mwmigrat")."""
@@ -279,8 +283,12 @@ class SqlStore:
         return True
 
     @asynccontextmanager
-    async def _read(self) -> AsyncIterator[AsyncConnection]:
+    async def _read(self, *, single_statement: bool = False) -> AsyncIterator[AsyncConnection]:
+        """A read connection; `single_statement`: the caller runs one statement (or chunks that need no
+        common snapshot), so on SQLite no transaction is opened for it."""
         async with self._engine.connect() as conn:
+            if single_statement:
+                await conn.execution_options(**{_AUTOCOMMIT_READ: True})
             yield conn
 
     @asynccontextmanager
@@ -361,7 +369,7 @@ class SqlStore:
 
     async def get_candidate(self, ref: str) -> str | None:
         """The parked content, or None when absent or past its `expires_at`."""
-        async with self._read() as conn:
+        async with self._read(single_statement=True) as conn:
             return await conn.scalar(Q.CANDIDATE_CONTENT, {"ref": ref, "now": _utcnow()})
 
     async def delete_candidate(self, ref: str) -> None:
@@ -559,7 +567,7 @@ class SqlStore:
         if source is not None:
             stmt = Q.SCREEN_INPUTS_WITH_SOURCE
             params |= {"system": source[0], "key": source[1]}
-        async with self._read() as conn:
+        async with self._read(single_statement=True) as conn:
             enabled, content, is_quarantined = (await conn.execute(stmt, params)).one()
         return (True if enabled is None else bool(enabled)), content, bool(is_quarantined)
 
@@ -571,7 +579,7 @@ class SqlStore:
 
     async def get_memory(self, tenant_id: str, memory_id: str) -> MemoryRecord | None:
         """One memory of this tenant; another tenant's id is simply absent."""
-        async with self._read() as conn:
+        async with self._read(single_statement=True) as conn:
             return await _select_memory(conn, tenant_id, memory_id)
 
     async def get_many(self, tenant_id: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
@@ -580,7 +588,7 @@ class SqlStore:
         By primary key: the tenant test is `tenant_id || '' = ?` (see `_bound_filter_clause`), or
         SQLite walks the whole tenant through its tenant-led index.
         """
-        async with self._read() as conn:
+        async with self._read(single_statement=True) as conn:
             return await _records_by_ids(conn, Q.MEMORIES_BY_IDS, {"tenant_id": tenant_id}, ids)
 
     async def find_by_idempotency_key(self, tenant_id: str, key: str) -> MemoryRecord | None:
@@ -647,7 +655,7 @@ class SqlStore:
             return {}
         stmt, params = by_ids_statement("meta", _META_COLUMNS, read_filter, now)
         found: dict[str, EligibleMeta] = {}
-        async with self._read() as conn:
+        async with self._read(single_statement=True) as conn:
             for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
                 rows = await conn.execute(stmt, {**params, "ids": chunk})
                 for row in rows:
@@ -843,7 +851,7 @@ class SqlStore:
 
     async def get_settings(self, tenant_id: str, owner_id: str) -> bool:
         """Whether memory is on for this person; on unless they switched it off."""
-        async with self._read() as conn:
+        async with self._read(single_statement=True) as conn:
             value = await conn.scalar(Q.MEMORY_ENABLED, {"tenant_id": tenant_id, "owner_id": owner_id})
         return True if value is None else bool(value)
 
@@ -1320,8 +1328,12 @@ def _sqlite_on_connect_ephemeral(dbapi_connection: Any, record: Any) -> None:
 
 
 def _sqlite_on_begin(conn: Connection) -> None:
-    """Writes take the database lock up front, so read-then-write never races another process."""
-    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_IMMEDIATE) else "BEGIN")
+    """Writes take the database lock up front, so read-then-write never races another process; a
+    single-statement read opens no transaction at all (`_AUTOCOMMIT_READ`)."""
+    options = conn.get_execution_options()
+    if options.get(_AUTOCOMMIT_READ):
+        return
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get(_IMMEDIATE) else "BEGIN")
 
 
 async def _mark_superseded(conn: AsyncConnection, holder: MemoryRecord, *, by: str, at: datetime) -> bool:

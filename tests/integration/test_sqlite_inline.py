@@ -71,3 +71,32 @@ async def test_reads_run_on_the_event_loops_thread_and_commits_do_not(tmp_path: 
         assert seen == [threading.get_ident()]
     finally:
         await store.close()
+
+
+async def test_single_statement_reads_open_no_transaction_and_writes_still_do(tmp_path: Path) -> None:
+    """A read of one statement is its own snapshot: no BEGIN round trip before it (nor after a write)."""
+    from datetime import timedelta
+
+    store = await _store(tmp_path / "reads.db")
+    executed: list[str] = []
+
+    def capture(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        executed.append(" ".join(statement.split()).upper())
+
+    sa.event.listen(store.engine.sync_engine, "before_cursor_execute", capture)
+    try:
+        expires = datetime.now(UTC) + timedelta(days=1)
+        await store.put_candidates([("ref-1", "t-1", "synthetic: parked", expires)])
+        await store.put_settings("t-1", "o-1", False, datetime.now(UTC))
+        assert any(s.startswith("BEGIN IMMEDIATE") for s in executed)  # writes still take the lock first
+        executed.clear()
+        assert await store.screen_inputs("t-1", "o-1", "ref-1", None) == (False, "synthetic: parked", False)
+        assert await store.get_candidate("ref-1") == "synthetic: parked"
+        assert await store.get_settings("t-1", "o-1") is False
+        assert await store.get_memory("t-1", "absent") is None
+        assert await store.get_many("t-1", ["absent"]) == {}
+        assert len(executed) == 5, executed
+        assert not any(s.startswith("BEGIN") for s in executed), executed
+    finally:
+        sa.event.remove(store.engine.sync_engine, "before_cursor_execute", capture)
+        await store.close()
