@@ -139,6 +139,9 @@ _META_COLUMNS = (
     _M.provenance["turn"].as_string().label("turn"),
 )
 """What `eligible_meta` reads: the id and `EligibleMeta`'s fields, never content."""
+_STATUSES = {s.value: s for s in Status}
+_TYPES = {t.value: t for t in MemoryType}
+"""Stored values to their enums by dict lookup (an Enum call per row and column costs ~1 us each)."""
 
 
 class ConcurrencyConflict(Exception):
@@ -657,21 +660,37 @@ class SqlStore:
         found: dict[str, EligibleMeta] = {}
         async with self._read(single_statement=True) as conn:
             for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
-                rows = await conn.execute(stmt, {**params, "ids": chunk})
-                for row in rows:
-                    found[row.id] = EligibleMeta(
-                        status=Status(row.status),
-                        created_at=row.created_at,
-                        importance=row.importance,
-                        last_confirmed_at=row.last_confirmed_at,
-                        type=MemoryType(row.type),
-                        source_system=row.source_system,
-                        source_key=row.source_key,
-                        source_version=row.source_version,
-                        version=row.version,
-                        owner_id=row.owner_id,
-                        session=row.session,
-                        turn=row.turn,
+                rows = (await conn.execute(stmt, {**params, "ids": chunk})).tuples()
+                # Unpacked by position, in `_META_COLUMNS`' order: a named lookup on each of a dozen
+                # columns of ~115 rows cost ~1.4 ms of the search's critical path on this box.
+                for (
+                    memory_id,
+                    status,
+                    created_at,
+                    importance,
+                    last_confirmed_at,
+                    memory_type,
+                    source_system,
+                    source_key,
+                    source_version,
+                    version,
+                    owner_id,
+                    session,
+                    turn,
+                ) in rows:
+                    found[memory_id] = EligibleMeta(
+                        status=_STATUSES[status],
+                        created_at=created_at,
+                        importance=importance,
+                        last_confirmed_at=last_confirmed_at,
+                        type=_TYPES[memory_type],
+                        source_system=source_system,
+                        source_key=source_key,
+                        source_version=source_version,
+                        version=version,
+                        owner_id=owner_id,
+                        session=session,
+                        turn=turn,
                     )
         return found
 

@@ -373,6 +373,9 @@ async def test_eligible_applies_every_part_of_the_filter_in_order(store: SqlStor
         "agent_self": make_record(t, scope=Scope.AGENT, agent_id="a1", owner_id="agent:a1"),
         "shared_member": make_record(t, scope=Scope.SHARED, store="s1", owner_id="someone"),
         "stale": make_record(t, status=Status.STALE, type=MemoryType.FACT),
+        "sourced": make_record(
+            t, type=MemoryType.PREFERENCE, source_ref=SourceRef(system="hr", key="emp-7/city", version="v3")
+        ),
         "not_yet_expired": make_record(t, expires_at=now + timedelta(seconds=1)),
         "max_sensitive": make_record(t, sensitivity=Sensitivity.CONFIDENTIAL),
     }
@@ -402,6 +405,7 @@ async def test_eligible_applies_every_part_of_the_filter_in_order(store: SqlStor
         keep["user"].id,
         "no-such-id",
         keep["stale"].id,
+        keep["sourced"].id,
         drop["other_agent"].id,
         keep["agent_self"].id,
         keep["user"].id,
@@ -417,12 +421,28 @@ async def test_eligible_applies_every_part_of_the_filter_in_order(store: SqlStor
     assert set(meta) == set(expected)
     for rec in got:
         m = meta[rec.id]
-        assert (m.status, m.created_at, m.importance, m.last_confirmed_at) == (
+        src = rec.source_ref
+        assert (
+            m.status,
+            m.created_at,
+            m.importance,
+            m.last_confirmed_at,
+            m.type,
+            m.version,
+            m.owner_id,
+            (m.source_system, m.source_key, m.source_version),
+        ) == (
             rec.status,
             rec.created_at,
             rec.importance,
             rec.last_confirmed_at,
+            rec.type,
+            rec.version,
+            rec.owner_id,
+            (src.system, src.key, src.version) if src is not None else (None, None, None),
         )
+    assert (meta[keep["sourced"].id].source_system, meta[keep["sourced"].id].source_version) == ("hr", "v3")
+    assert meta[keep["sourced"].id].type is MemoryType.PREFERENCE and meta[keep["stale"].id].type is MemoryType.FACT
     # the conversation context ranking uses: owner, provenance session and turn (no content)
     assert (meta[keep["user"].id].owner_id, meta[keep["user"].id].session, meta[keep["user"].id].turn) == (
         "u1",
