@@ -660,7 +660,7 @@ class SqlStore:
         found: dict[str, EligibleMeta] = {}
         async with self._read(single_statement=True) as conn:
             for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
-                rows = (await conn.execute(stmt, {**params, "ids": chunk})).tuples()
+                rows = await conn.execute(stmt, {**params, "ids": chunk})
                 # Unpacked by position, in `_META_COLUMNS`' order: a named lookup on each of a dozen
                 # columns of ~115 rows cost ~1.4 ms of the search's critical path on this box.
                 for (
