@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from datetime import timedelta
 
 from fastapi import APIRouter
@@ -11,6 +10,7 @@ from fastapi.responses import JSONResponse
 
 from api.problems import problem_response
 from api.state import State
+from memwarden import randomness
 from workflows.health import HealthWorkflow
 
 router = APIRouter(tags=["health"])
@@ -36,7 +36,7 @@ async def readyz(state: State) -> JSONResponse | dict[str, object]:
     index_ok = temporal_ok and await _check(
         state.temporal.execute_workflow(
             HealthWorkflow.run,
-            id=f"health-{uuid.uuid4()}",
+            id=f"health-{randomness.uuid4()}",
             task_queue=state.settings.temporal_task_queue,
             execution_timeout=timedelta(seconds=CHECK_TIMEOUT_S),
             request_eager_start=True,
