@@ -207,12 +207,17 @@ class RememberActivities:
             row = await self.deps.store.get_memory(c.tenant_id, c.memory_id)
             if row is None:
                 raise candidate_gone(c.memory_id)
-            ids = {"owner_id": row.owner_id, "writer": row.provenance.writer}
-        writer = ids.get("writer")
+            ids = {"owner_id": row.owner_id, "writer": row.provenance.writer, "speaker": row.provenance.speaker}
+        writer, speaker = ids.get("writer"), ids.get("speaker")
         return c.model_copy(
             update={
                 "owner_id": str(ids["owner_id"]),
-                "provenance": c.provenance.model_copy(update={"writer": None if writer is None else str(writer)}),
+                "provenance": c.provenance.model_copy(
+                    update={
+                        "writer": None if writer is None else str(writer),
+                        "speaker": None if speaker is None else str(speaker),
+                    }
+                ),
             }
         )
 

@@ -170,7 +170,7 @@ class SourceRef(BaseModel):
 
 
 class Provenance(BaseModel):
-    """Who wrote a memory and from where; ids only."""
+    """Who wrote a memory and from where: ids, and who said it in the conversation."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -178,6 +178,11 @@ class Provenance(BaseModel):
     turn: str | None = Field(default=None, max_length=128)
     span: str | None = Field(default=None, max_length=128)
     writer: str | None = Field(default=None, max_length=256)
+    speaker: str | None = Field(default=None, min_length=1, max_length=128)
+    """Who said it in the conversation, as the conversation names them ("Nate"): a query that names the
+    speaker ranks their turns higher (`policy.ranking`). It can be a person's name, so it is treated
+    like content: kept out of workflow history (the subject handle carries it, as it does the writer),
+    logs and audit, and cleared when the memory is purged."""
 
 
 def content_hash(content: str) -> str:

@@ -7,7 +7,7 @@ import contextlib
 import hashlib
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
@@ -179,12 +179,14 @@ def _sealed_write(
 ) -> tuple[RememberInput, list[tuple[str, str, str, datetime]], dict[str, str | None]]:
     """The input history will hold, the claim-check rows to park, and the ids its subject handle holds.
 
-    The handle keeps the owner's id and the writer out of RememberWorkflow's history (erasing the owner
+    The handle keeps the owner's id, the writer and the speaker out of RememberWorkflow's history (erasing the owner
     deletes it), and the actor goes in as the audit log's pseudonym (it is only ever audited).
     """
     handle = new_handle(state.subject_key, request.tenant_id, request.owner_id)
     expires = now + CLAIM_CHECK_TTL
-    ids = {"owner_id": request.owner_id, "writer": request.provenance.writer}
+    ids: dict[str, Any] = {"owner_id": request.owner_id, "writer": request.provenance.writer}
+    if request.provenance.speaker is not None:
+        ids["speaker"] = request.provenance.speaker
     rows = [
         (request.candidate_ref, request.tenant_id, content, expires),
         handle_row(handle, request.tenant_id, ids, expires),
@@ -193,7 +195,7 @@ def _sealed_write(
         update={
             "owner_id": "",
             "actor": state.pseudonyms.actor(request.tenant_id, request.actor),
-            "provenance": request.provenance.model_copy(update={"writer": None}),
+            "provenance": request.provenance.model_copy(update={"writer": None, "speaker": None}),
             "subject_ref": handle,
             "branch": ONE_STEP_BRANCH,
         }

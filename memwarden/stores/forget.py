@@ -101,6 +101,10 @@ class SinkRow(BaseModel):
     started_at: datetime | None
 
 
+_SPOKEN = memories.c.provenance["speaker"].as_string().is_not(None)
+"""A row whose provenance still names who said it (content-class: cleared with the content)."""
+
+
 def _chunks(items: list[str]) -> list[list[str]]:
     return [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
 
@@ -528,11 +532,20 @@ class ForgetStore:
     # -- the store's own content (a sink) ------------------------------------------------------
 
     async def purge_content(self, tenant_id: str, ids: list[str]) -> int:
-        """Drop content (and its hash) from these rows and any claim check still parked for them."""
+        """Drop content (and its hash) from these rows and any claim check still parked for them.
+
+        The provenance `speaker` goes too: it may be a person's name, said in the content's conversation.
+        """
         m = memories.c
         purged = 0
         for chunk in _chunks(ids):
             async with self.store.transaction() as conn:
+                spoken = await conn.execute(
+                    sa.select(m.id, m.provenance).where(m.tenant_id == tenant_id, m.id.in_(chunk), _SPOKEN)
+                )
+                for memory_id, provenance in spoken.all():
+                    kept = {k: v for k, v in provenance.items() if k != "speaker"}
+                    await conn.execute(sa.update(memories).where(m.id == memory_id).values(provenance=kept))
                 result = await conn.execute(
                     sa.update(memories)
                     .where(
@@ -557,7 +570,7 @@ class ForgetStore:
                         sa.select(sa.func.count()).where(
                             m.tenant_id == tenant_id,
                             m.id.in_(chunk),
-                            sa.or_(m.content.is_not(None), m.content_hash != PURGED_HASH),
+                            sa.or_(m.content.is_not(None), m.content_hash != PURGED_HASH, _SPOKEN),
                         )
                     )
                     or 0

@@ -120,6 +120,9 @@ class EligibleMeta:
     session: str | None = None
     """provenance.session and .turn: the conversation context ranking uses (ids, never content)."""
     turn: str | None = None
+    speaker: str | None = None
+    """provenance.speaker, for ranking's "the query names who said it" (compared in the activity, never
+    returned or recorded)."""
 
 
 _M = memories.c
@@ -137,6 +140,7 @@ _META_COLUMNS = (
     _M.owner_id,
     _M.provenance["session"].as_string().label("session"),
     _M.provenance["turn"].as_string().label("turn"),
+    _M.provenance["speaker"].as_string().label("speaker"),
 )
 """What `eligible_meta` reads: the id and `EligibleMeta`'s fields, never content."""
 _STATUSES = {s.value: s for s in Status}
@@ -677,6 +681,7 @@ class SqlStore:
                     owner_id,
                     session,
                     turn,
+                    speaker,
                 ) in rows:
                     found[memory_id] = EligibleMeta(
                         status=_STATUSES[status],
@@ -691,6 +696,7 @@ class SqlStore:
                         owner_id=owner_id,
                         session=session,
                         turn=turn,
+                        speaker=speaker,
                     )
         return found
 

@@ -252,6 +252,8 @@ INVALID_MEMORIES: list[tuple[dict[str, Any], str]] = [
     (MEMORY | {"source_ref": {"system": "crm"}}, "source_ref.key"),
     (MEMORY | {"source_ref": {"system": "bad system!", "key": "k"}}, "source_ref.system"),
     (MEMORY | {"provenance": {"session": "s", "mood": "happy"}}, "provenance.mood"),
+    (MEMORY | {"provenance": {"speaker": "n" * 129}}, "provenance.speaker"),
+    (MEMORY | {"provenance": {"speaker": ""}}, "provenance.speaker"),
     (MEMORY | {"unexpected": True}, "unexpected"),
     # NUL characters: PostgreSQL cannot store them, so they are bad input on every profile, not a 500.
     (MEMORY | {"content": "tea\u0000coffee"}, "content"),

@@ -156,6 +156,7 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
     t = tenant()
     marker = f"zeppelin{uuid.uuid4().hex[:12]}"
     owner = f"alice{uuid.uuid4().hex[:10]}"  # unique, so a hit anywhere below is this person's id
+    speaker = f"Quillon{uuid.uuid4().hex[:10]}"  # who said it: a name, content-class like the text
     alice = stack.auth(t, owner)
     agent = stack.auth(t, "svc", role="agent", agent="planner", on_behalf_of=owner)
     # One write through the API's whole path (claim check, RememberWorkflow, commit).
@@ -166,6 +167,7 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
             "type": "fact",
             "source_kind": "user",
             "reason": "user_stated_fact",
+            "provenance": {"session": "s-1", "turn": "D1:4", "speaker": speaker},
         },
         headers=alice,
     )
@@ -218,6 +220,10 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
     # The controls: before erasure the marker is on disk, and the write's and the searches' histories
     # hold subject handles that resolve to the owner, so the zeros below mean something.
     assert scan(stack.settings.data_dir, marker.encode())
+    assert scan(stack.settings.data_dir, speaker.encode())
+    assert (await stack.deps.store.get_memory(t, ids[0])).provenance.speaker == speaker  # type: ignore[union-attr]
+    # Kept out of history as the owner is (the subject handle carries it to the commit).
+    assert await decoded_histories_containing(stack.client, speaker.encode()) == []
     prefix = subject_ref_prefix(subject_hash(key, t, owner))
     handled = await decoded_histories_containing(stack.client, prefix.encode())
     assert any(w.startswith("remember-") for w in handled) and any(w.startswith("retrieve-") for w in handled)
@@ -240,6 +246,7 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
     assert receipt["selector"] == {"kind": "owner", "subject_hash": receipt["subject_hash"]}
 
     assert scan(stack.settings.data_dir, marker.encode()) == []
+    assert scan(stack.settings.data_dir, speaker.encode()) == []  # the speaker went with the content
     replica_dir = Path(make_url(stack.settings.replica_urls[0]).database or "").parent
     assert scan(replica_dir, marker.encode()) == []  # the replica's file too
     # Nor is it readable in any workflow history, even decoded with the codec key from the data dir.
@@ -254,12 +261,15 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
     async with stack.deps.store.engine.connect() as conn:
         rows = (await conn.execute(sa.text("SELECT * FROM audit_events WHERE tenant_id = :t"), {"t": t})).all()
     assert len(rows) >= len(ids) + 3 and not [r for r in rows if owner in str(tuple(r))]
+    assert not [r for r in rows if speaker in str(tuple(r))]
     assert await stack.deps.store.verify_audit() == (True, None)
     # The summary's handles are gone with her: a replay of that workflow's input resolves to nobody.
     assert await claim_summary_request(stack.deps.store, unused) is None
     for mid in [*ids, summary.summary_id]:
         record = await stack.deps.store.get_memory(t, mid)
         assert record is not None and record.status is Status.PURGED and record.content is None
+        assert record.provenance.speaker is None
+    assert (await stack.deps.store.get_memory(t, ids[0])).provenance.session == "s-1"  # type: ignore[union-attr]
     assert (await stack.deps.store.get_memory(t, bob.id)).content is not None  # type: ignore[union-attr]
     assert await search_ids(http, alice, f"where is the {marker} bicycle") == []
 

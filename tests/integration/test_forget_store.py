@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from memwarden.forget import (
     AgentSelector,
@@ -26,9 +27,19 @@ from memwarden.forget import (
     selector_key,
     subject_key,
 )
-from memwarden.records import MemoryRecord, MemoryType, Scope, SourceKind, SourceRef, Status, content_hash
+from memwarden.records import (
+    MemoryRecord,
+    MemoryType,
+    Provenance,
+    Scope,
+    SourceKind,
+    SourceRef,
+    Status,
+    content_hash,
+)
 from memwarden.stores.forget import ForgetStore, MemoryNotFound
 from memwarden.stores.sql import SqlStore
+from memwarden.stores.sql_models import memories
 from tests.store_support import fresh_store
 
 KEY = subject_key("store-test")
@@ -157,6 +168,30 @@ async def test_content_purge_keeps_the_tombstone_row(store: SqlStore, tmp_path: 
     row = await store.get_memory(t, r.id)
     assert row is not None and row.content is None and row.content_hash == "" and row.owner_id == "alice"
     assert (await forget_store.compact())["complete"] is True
+
+
+async def test_content_purge_takes_the_speaker_and_keeps_the_rest_of_the_provenance(store: SqlStore) -> None:
+    """provenance.speaker can be a person's name: it goes with the content, and is checked for like it."""
+    t = tenant()
+    spoken = Provenance(session="s", turn="D2:5", speaker="Nate")
+    said = await put(store, t, "alice", "won the chess final", provenance=spoken)
+    quiet = await put(store, t, "alice", "no speaker here", provenance=Provenance(session="s", turn="D2:6"))
+    members, _, _ = await forget(store, t, OwnerSelector(owner_id="alice"))
+    assert members == {said.id, quiet.id}
+    forget_store = ForgetStore(store)
+    assert await forget_store.purge_content(t, list(members)) == 2
+    assert await forget_store.content_remaining(t, list(members)) == 0
+    row = await store.get_memory(t, said.id)
+    assert row is not None and row.provenance == Provenance(session="s", turn="D2:5")
+    # A speaker left behind alone (content already gone) still counts as content remaining, and is purged.
+    async with store.transaction() as conn:
+        await conn.execute(
+            sa.update(memories).where(memories.c.id == said.id).values(provenance={"session": "s", "speaker": "Nate"})
+        )
+    assert await forget_store.content_remaining(t, list(members)) == 1
+    assert await forget_store.purge_content(t, list(members)) == 0  # no content was left to purge
+    assert await forget_store.content_remaining(t, list(members)) == 0
+    assert (await store.get_memory(t, said.id)).provenance == Provenance(session="s")  # type: ignore[union-attr]
 
 
 async def test_identical_requests_racing_meet_on_one_deletion(store: SqlStore) -> None:

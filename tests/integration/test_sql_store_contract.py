@@ -259,7 +259,7 @@ async def test_round_trip_preserves_every_field(store: SqlStore) -> None:
         content=content,
         source_kind=SourceKind.SYSTEM,
         source_ref=SourceRef(system="crm", key="cust/42", version='W/"7"'),
-        provenance=Provenance(session="s1", turn="t9", span="sp", writer="agent:agent-3"),
+        provenance=Provenance(session="s1", turn="t9", span="sp", writer="agent:agent-3", speaker="Joanna"),
         reason="user_stated_fact",
         importance=0.8125,
         confidence=0.3333333333333333,
@@ -368,7 +368,7 @@ async def test_eligible_applies_every_part_of_the_filter_in_order(store: SqlStor
     t = tenant()
     now = BASE + timedelta(days=1)
     keep = {
-        "user": make_record(t, provenance=Provenance(session="s1", turn="D1:3")),
+        "user": make_record(t, provenance=Provenance(session="s1", turn="D1:3", speaker="Nate")),
         "agent_own": make_record(t, scope=Scope.AGENT, agent_id="a1"),
         "agent_self": make_record(t, scope=Scope.AGENT, agent_id="a1", owner_id="agent:a1"),
         "shared_member": make_record(t, scope=Scope.SHARED, store="s1", owner_id="someone"),
@@ -443,13 +443,14 @@ async def test_eligible_applies_every_part_of_the_filter_in_order(store: SqlStor
         )
     assert (meta[keep["sourced"].id].source_system, meta[keep["sourced"].id].source_version) == ("hr", "v3")
     assert meta[keep["sourced"].id].type is MemoryType.PREFERENCE and meta[keep["stale"].id].type is MemoryType.FACT
-    # the conversation context ranking uses: owner, provenance session and turn (no content)
-    assert (meta[keep["user"].id].owner_id, meta[keep["user"].id].session, meta[keep["user"].id].turn) == (
-        "u1",
-        "s1",
-        "D1:3",
+    # the conversation context ranking uses: owner, provenance session, turn and speaker (no content)
+    user = meta[keep["user"].id]
+    assert (user.owner_id, user.session, user.turn, user.speaker) == ("u1", "s1", "D1:3", "Nate")
+    assert (meta[keep["stale"].id].session, meta[keep["stale"].id].turn, meta[keep["stale"].id].speaker) == (
+        None,
+        None,
+        None,
     )
-    assert (meta[keep["stale"].id].session, meta[keep["stale"].id].turn) == (None, None)
     assert meta[keep["shared_member"].id].owner_id == "someone"
     assert await store.eligible_meta(rf, [], now) == {}
     # the SQL translation and ReadFilter.admits agree on every record
