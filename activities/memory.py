@@ -208,6 +208,8 @@ class MemoryActivities:
             if ranking.passes_floor(r, params)
         ]
         meta = await self.deps.store.eligible_meta(read_filter, [r.memory_id for r in relevances], now)
+        words = ranking.query_words(query)
+        named = {s: ranking.names_speaker(words, s) for s in {m.speaker for m in meta.values()} if s}
         candidates = [
             ranking.Candidate(
                 relevance=rel,
@@ -216,6 +218,7 @@ class MemoryActivities:
                 last_confirmed_at=meta[rel.memory_id].last_confirmed_at,
                 session=ranking.session_key(meta[rel.memory_id].owner_id, meta[rel.memory_id].session),
                 turn=ranking.turn_position(meta[rel.memory_id].turn),
+                speaker_named=named.get(meta[rel.memory_id].speaker or "", False),
             )
             for rel in relevances
             if rel.memory_id in meta

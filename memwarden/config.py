@@ -240,6 +240,11 @@ class Settings(BaseSettings):
         ge=0.0,
         description="Search: share of the best score in a memory's conversation session it gains; 0 is off.",
     )
+    rank_speaker_weight: float = Field(
+        default=DEFAULT_RANKING.speaker_weight,
+        ge=0.0,
+        description="Search: how much higher a memory ranks when the query names its provenance speaker; 0 is off.",
+    )
     search_candidates: int = Field(
         default=100,
         ge=1,
@@ -307,6 +312,7 @@ class Settings(BaseSettings):
             neighbour_window=self.rank_neighbour_window,
             previous_turn_factor=self.rank_previous_turn_factor,
             session_weight=self.rank_session_weight,
+            speaker_weight=self.rank_speaker_weight,
         )
 
     @model_validator(mode="after")

@@ -28,6 +28,7 @@ from memwarden.policy.render import CONTEXT_HEADER
 from memwarden.records import (
     MemoryRecord,
     MemoryType,
+    Provenance,
     ReadFilter,
     RetrieveResult,
     Scope,
@@ -189,6 +190,22 @@ async def test_the_query_is_embedded_in_process_and_its_claim_check_dropped_with
     assert [r["memory_id"] for r in again["results"]] == [rec.id]
     assert again["results"][0]["score"] == out["results"][0]["score"]  # the same vector either way
     assert await api.deps.store.get_candidate(f"query-{again['workflow_id']}") is None
+
+
+async def test_the_person_a_query_names_ranks_their_own_turns_first(api: Api) -> None:
+    """Two turns alike in every word; provenance says who said each. The query names one of them."""
+    t = tenant()
+    said = "synthetic: won the regional chess tournament last week"
+    nate = await api.put(t, said, provenance=Provenance(session="s1", turn="D1:2", speaker="Nate"))
+    joanna = await api.put(t, said, provenance=Provenance(session="s2", turn="D2:7", speaker="Joanna"))
+    alice = api.auth(t, "alice")
+    for name, first in (("Nate", nate), ("Joanna", joanna), ("NATE's", nate)):
+        out = await api.search(alice, query=f"What did {name} win at the chess tournament?")
+        assert [r["memory_id"] for r in out["results"]][:2] == [first.id, ({nate.id, joanna.id} - {first.id}).pop()]
+        assert out["results"][0]["score"] > out["results"][1]["score"]
+    # A query that names neither: the two tie on score (the order between them is then by id).
+    out = await api.search(alice, query="Who won the regional chess tournament?")
+    assert out["results"][0]["score"] == pytest.approx(out["results"][1]["score"])
 
 
 async def test_k_default_five_and_at_most_fifty(api: Api) -> None:

@@ -15,7 +15,9 @@ from memwarden.policy.ranking import (
     contextual,
     fused,
     merge,
+    names_speaker,
     passes_floor,
+    query_words,
     rank,
     recency,
     session_key,
@@ -34,6 +36,7 @@ def cand(
     importance: float = 0.5,
     session: str | None = None,
     turn: int | None = None,
+    named: bool = False,
 ) -> Candidate:
     return Candidate(
         relevance=Relevance(memory_id=mid, cosine=cosine, bm25=bm25),
@@ -41,6 +44,7 @@ def cand(
         importance=importance,
         session=session,
         turn=turn,
+        speaker_named=named,
     )
 
 
@@ -196,3 +200,60 @@ def test_contextual_scores_stay_within_0_and_1_and_never_drop_below_own_share(ro
         mid = c.relevance.memory_id
         assert 0.0 <= got[mid] <= 1.0 + 1e-9
         assert got[mid] >= scores[mid] * (1.0 + params.session_weight) / scale - 1e-9
+
+
+@pytest.mark.parametrize(
+    ("query", "speaker", "named"),
+    [
+        ("What did Nate win last week?", "Nate", True),
+        ("what did NATE win?", "nate", True),  # case does not matter
+        ("What is Nate's favourite dessert?", "Nate", True),  # a possessive still names him
+        ("What did the senate decide?", "Nate", False),  # whole words only
+        ("What did Natelie paint?", "Nate", False),
+        ("What did Mary Ann say about Paris?", "Mary Ann", True),
+        ("What did Mary say about Paris?", "Mary Ann", False),  # every word of the speaker, in order
+        ("What did Ann Mary say?", "Mary Ann", False),
+        ("Where does Zoë live?", "zoë", True),  # casefolded beyond ASCII
+        ("What did Nate win?", None, False),
+        ("What did Nate win?", "", False),
+        ("What did Nate win?", "?!", False),  # no word in it: never a match
+    ],
+)
+def test_names_speaker_matches_whole_words_in_order(query: str, speaker: str | None, named: bool) -> None:
+    assert names_speaker(query_words(query), speaker) is named
+
+
+def test_what_the_named_person_said_outranks_an_equal_match_by_someone_else() -> None:
+    """ "What did Nate win?": Nate's turn and Joanna's turn match alike; his is the one that answers."""
+    joanna = cand("a-joanna", 0.5, 4.0, session="s", turn=3)
+    nate = cand("b-nate", 0.5, 4.0, session="t", turn=8, named=True)
+    assert [r.memory_id for r in rank([joanna, nate], NOW, 2)] == ["b-nate", "a-joanna"]
+    off = RankingParams(speaker_weight=0.0)
+    assert [r.memory_id for r in rank([joanna, nate], NOW, 2, off)] == ["a-joanna", "b-nate"]  # a tie, by id
+    # ...but never over a clearly better match: the lift is bounded (1 + speaker_weight)
+    strong = cand("c-strong", 0.9, 9.0, session="u", turn=1)
+    weak_nate = cand("d-nate", 0.3, 1.2, session="v", turn=2, named=True)
+    assert [r.memory_id for r in rank([weak_nate, strong], NOW, 2)] == ["c-strong", "d-nate"]
+
+
+@given(
+    st.lists(
+        st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 20.0), st.booleans(), st.floats(0.0, 3.0)),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_speaker_lift_keeps_relevance_within_0_and_1_and_only_reorders_by_the_lift(rows: list) -> None:
+    cands = [cand(f"m{i}", c, b, named=n) for i, (c, b, n, _) in enumerate(rows)]
+    weight = rows[0][3]
+    params = RankingParams(speaker_weight=weight)
+    lifted = {r.memory_id: r.relevance for r in rank(cands, NOW, len(cands), params)}
+    flat = {r.memory_id: r.relevance for r in rank(cands, NOW, len(cands), RankingParams(speaker_weight=0.0))}
+    assert lifted.keys() == flat.keys()
+    for c in cands:
+        mid = c.relevance.memory_id
+        if mid not in lifted:
+            continue
+        assert 0.0 <= lifted[mid] <= 1.0 + 1e-9
+        expected = flat[mid] if c.speaker_named else flat[mid] / (1.0 + weight)
+        assert lifted[mid] == pytest.approx(expected)
