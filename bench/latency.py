@@ -21,6 +21,10 @@ Measured, interleaved one after another so both see the same machine load:
 - `search API`: `POST /v1/search` (k=5) over HTTP, end to end, as an agent backend sees it;
 - `search workflow`: RetrieveWorkflow through the client without HTTP (where the time goes);
 - `http floor`: `GET /healthz`, what HTTP alone costs.
+Then CPU per operation (this process with every thread, and the dev server; from /proc, by part):
+`--cpu-rounds` floors back to back, then as many API searches, each batch between two readings.
+Why: the ratio target is a latency one, but on 2 cores what a search does beyond the floor has to run
+somewhere; CPU is the figure the machine's noise hardly moves.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.stack import Stack, python_speed_ms, running_stack, summary_ms
+from bench.stack import Stack, cpu_by_part, per_op_ms, python_speed_ms, rounded, running_stack, summary_ms
 from memwarden.identity import Principal, Role, read_filter
 from memwarden.records import MemoryRecord, MemoryType, RetrieveInput, SourceKind, Status, content_hash
 from memwarden.stores.vectors import index_point
@@ -165,6 +169,37 @@ async def measure(stack: Stack, owners: int, queries: list[str], seed: int) -> d
     }
 
 
+async def cpu_per_op(stack: Stack, owners: int, queries: list[str], rounds: int, seed: int) -> dict[str, Any]:
+    """CPU ms per floor workflow and per API search (sequential, one batch each), by part."""
+    rng = random.Random(seed)
+    tokens = [
+        stack.token(tenant=TENANT, sub=f"svc-{o}", role="agent", agent="bench", on_behalf_of=owner(o))
+        for o in (rng.randrange(owners) for _ in range(rounds))
+    ]
+    before = cpu_by_part()
+    for _ in range(rounds):
+        await stack.floor()
+    after = cpu_by_part()
+    floor = per_op_ms(before, after, rounds)
+    before = cpu_by_part()
+    for i in range(rounds):
+        answer = await stack.http.post(
+            "/v1/search",
+            json={"query": queries[i % len(queries)], "k": 5},
+            headers={"Authorization": f"Bearer {tokens[i]}"},
+        )
+        answer.raise_for_status()
+    after = cpu_by_part()
+    search = per_op_ms(before, after, rounds)
+    return {
+        "rounds": rounds,
+        "cpu_ms_per_floor_workflow": round(sum(floor.values()), 1),
+        "cpu_ms_per_api_search": round(sum(search.values()), 1),
+        "cpu_ms_per_floor_workflow_by_part": rounded(floor),
+        "cpu_ms_per_api_search_by_part": rounded(search),
+    }
+
+
 async def profile(stack: Stack, owners: int, queries: list[str], out: Path) -> None:
     """pyinstrument over searches through the API (the event loop's thread: API, worker and activity
     all run on it; work in threads shows as the awaits that wait for it). Not part of the figures."""
@@ -200,6 +235,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 loaded = size
                 owners = max(1, size // args.per_owner)
                 results[str(size)] = await measure(stack, owners, queries, seed=size)
+                if args.cpu_rounds > 0:
+                    results[str(size)]["cpu"] = await cpu_per_op(stack, owners, queries, args.cpu_rounds, seed=size + 1)
                 print(json.dumps({size: results[str(size)]}), flush=True)
             if args.profile is not None:
                 await profile(stack, max(1, loaded // args.per_owner), queries, args.profile)
@@ -219,6 +256,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--per-owner", type=int, default=1000)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--cpu-rounds", type=int, default=200, help="floors, then searches, for CPU per op (0: off)")
     parser.add_argument("--profile", type=Path, default=None, help="write a pyinstrument profile here")
     args = parser.parse_args()
     result = event_loop.run(main_async(args))

@@ -46,63 +46,11 @@ from temporalio.worker import Worker  # noqa: E402
 
 from bench.floor import FloorWorkflow, noop  # noqa: E402
 from bench.load_clients import body  # noqa: E402
-from bench.stack import FLOOR_SANDBOX, python_speed_ms  # noqa: E402
+from bench.stack import FLOOR_SANDBOX, cpu_by_part, per_op_ms, python_speed_ms, rounded  # noqa: E402
 from tests.integration.api_stack import Api, embedded_api  # noqa: E402
 from worker import event_loop  # noqa: E402
 from worker.runtime import MAX_CONCURRENT_LOCAL_ACTIVITIES  # noqa: E402
 from worker.temporal_client import connect  # noqa: E402
-
-
-def cpu_by_part() -> Counter[str]:
-    """CPU seconds (user + system) of this process by thread group, and of its live children (the
-    Temporal dev server, the writers' process): which part a write's CPU goes to, so a run says
-    whether Temporal, the event loop or the embedding is the one to cut.
-
-    Groups: "event loop" (the main thread: API, workflow payloads, activities), "python threads"
-    (threads Python started: the embedding, SQLite's thread hops, the sandbox's activations),
-    "native threads" (the SDK's Rust core, Qdrant Edge), "dev server", "writers"."""
-    me = os.getpid()
-    ticks = os.sysconf("SC_CLK_TCK")
-    parts: Counter[str] = Counter()
-
-    def parsed(stat: Path) -> tuple[str, list[str]] | None:
-        try:
-            text = stat.read_text()
-        except OSError:
-            return None  # gone meanwhile
-        return text[text.index("(") + 1 : text.rindex(")")], text.rsplit(")", 1)[1].split()
-
-    own = parsed(Path(f"/proc/{me}/stat"))
-    own_name = own[0] if own is not None else ""
-    for task in Path(f"/proc/{me}/task").iterdir():
-        found = parsed(task / "stat")
-        if found is None:
-            continue
-        name, fields = found
-        if int(task.name) == me:
-            part = "event loop"
-        else:
-            part = "python threads" if name == own_name else "native threads"
-        parts[part] += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        found = parsed(stat)
-        if found is not None and int(found[1][1]) == me:  # ppid
-            name, fields = found
-            part = "dev server" if name == "temporal" else "writers"
-            # A child's own threads are in its utime/stime; its finished children are not counted.
-            parts[part] += (int(fields[11]) + int(fields[12])) / ticks
-    return parts
-
-
-def per_op_ms(before: Counter[str], after: Counter[str], ops: int) -> dict[str, float]:
-    """CPU milliseconds per operation by part (unrounded), between two `cpu_by_part` readings."""
-    used = {part: after[part] - before[part] for part in sorted(after)}
-    return {part: 1000 * seconds / ops for part, seconds in used.items() if seconds > 0}
-
-
-def rounded(ms: dict[str, float]) -> dict[str, float]:
-    """The per-part figures as reported; totals are summed from the unrounded parts, as before the split."""
-    return {part: round(value, 1) for part, value in ms.items()}
 
 
 def pct(values: list[float], q: float) -> float:
