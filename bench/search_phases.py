@@ -1,0 +1,152 @@
+"""Where one search's time goes: a per-phase timeline of sequential `POST /v1/search`, beside the floor.
+
+    nice -n 10 .venv/bin/python -m bench.search_phases [--size 10000] [--n 150] [--warmup 20]
+
+Why: the latency bench gives a search's total beside the Temporal floor; this says which part of it
+can overlap the workflow and which cannot. It loads `--size` memories as `bench.latency` does, then
+runs searches one after another, each followed by one floor workflow (interleaved, so both see the
+same machine), wrapping a few functions of the search path so that each records the first time it is
+entered and left, relative to the moment the client sent the request:
+
+- `route:wf:start` / `route:wf:end`: the API starts RetrieveWorkflow / has its result;
+- `embed:*`: the query's embedding in the prepared tier's thread (beside the workflow start);
+- `gather:*`: the reads ahead (both index queries `hybrid:*`, the store's re-check `meta:*`, ranking);
+- `act:*`: the `search_memories` local activity;
+- `answer:*`: the answer's transaction (re-check, content, audit append, drop of the parked query);
+- `t_end`: the client has the answer.
+
+The two serial ends are what no overlap can hide: everything before the workflow starts (HTTP, auth,
+the route) and everything after its result (the answer's transaction, the response). The workflow in
+between has the floor's shape (a start, one local activity, a result) and cannot be cheaper than it,
+so `1 + (before + after) / floor` is a lower bound on the ratio, printed with the timeline. The
+wrappers only read the clock. Every text is synthetic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import activities.memory as memory_activities
+import api.routes.search as search_route
+from bench.latency import POOL, TENANT, bulk_load, owner, sentence
+from bench.stack import python_speed_ms, running_stack
+from memwarden.prepared import PreparedRequests
+from memwarden.stores.sql import SqlStore
+from memwarden.stores.vectors_edge import EdgeIndex
+from worker import event_loop
+
+_marks: dict[str, float] = {}
+
+
+def _mark(name: str) -> None:
+    _marks.setdefault(name, time.perf_counter())  # the first entry of a search counts
+
+
+def _wrap(owner_: Any, attr: str, name: str) -> None:
+    """Replace `owner_.attr` (a function or coroutine function) with one marking `name:start`/`name:end`."""
+    original: Callable[..., Any] = getattr(owner_, attr)
+    if asyncio.iscoroutinefunction(original):
+
+        @functools.wraps(original)
+        async def timed_async(*args: Any, **kwargs: Any) -> Any:
+            _mark(f"{name}:start")
+            try:
+                return await original(*args, **kwargs)
+            finally:
+                _mark(f"{name}:end")
+
+        setattr(owner_, attr, timed_async)
+        return
+
+    @functools.wraps(original)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        _mark(f"{name}:start")
+        try:
+            return original(*args, **kwargs)
+        finally:
+            _mark(f"{name}:end")
+
+    setattr(owner_, attr, timed)
+
+
+def instrument() -> None:
+    """Wrap the search path's steps (before the stack starts, so every reference sees the wrappers)."""
+    _wrap(search_route, "_run_workflow", "route:wf")
+    _wrap(PreparedRequests, "_embed_one", "embed")
+    _wrap(memory_activities.MemoryActivities, "_gather_for", "gather")
+    _wrap(memory_activities.MemoryActivities, "search_memories", "act")
+    _wrap(EdgeIndex, "hybrid", "hybrid")
+    _wrap(SqlStore, "eligible_meta", "meta")
+    _wrap(SqlStore, "answer_search", "answer")
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    instrument()
+    rng = random.Random(7)
+    pool = list(dict.fromkeys(sentence(rng) for _ in range(POOL * 3)))[:POOL]
+    rows: list[dict[str, float]] = []
+    floors: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="memwarden-search-phases-") as tmp:
+        async with running_stack(Path(tmp)) as stack:
+            vectors = np.array(await asyncio.to_thread(stack.deps.embedder.embed, pool), dtype=np.float32)
+            await bulk_load(stack, 0, args.size, args.per_owner, pool, vectors)
+            owners = max(1, args.size // args.per_owner)
+            for i in range(args.warmup + args.n):
+                o = rng.randrange(owners)
+                token = stack.token(tenant=TENANT, sub=f"svc-{o}", role="agent", agent="bench", on_behalf_of=owner(o))
+                _marks.clear()
+                start = time.perf_counter()
+                answer = await stack.http.post(
+                    "/v1/search", json={"query": sentence(rng), "k": 5}, headers={"Authorization": f"Bearer {token}"}
+                )
+                _marks["t_end"] = time.perf_counter()
+                answer.raise_for_status()
+                marks = {k: (v - start) * 1000 for k, v in _marks.items()}
+                floor = await stack.floor() * 1000
+                if i >= args.warmup:
+                    rows.append(marks)
+                    floors.append(floor)
+    names = {k for r in rows for k in r}
+    timeline = sorted(
+        ((k, round(statistics.median(r[k] for r in rows if k in r), 2), sum(1 for r in rows if k in r)) for k in names),
+        key=lambda row: row[1],
+    )
+    before = statistics.median(r["route:wf:start"] for r in rows)
+    after = statistics.median(r["t_end"] - r["route:wf:end"] for r in rows)
+    floor_p50 = statistics.median(floors)
+    return {
+        "python_loop_ms": python_speed_ms(),
+        "size": args.size,
+        "searches": len(rows),
+        "timeline_p50_ms": timeline,
+        "before_workflow_p50_ms": round(before, 2),
+        "after_workflow_p50_ms": round(after, 2),
+        "workflow_p50_ms": round(statistics.median(r["route:wf:end"] - r["route:wf:start"] for r in rows), 2),
+        "search_p50_ms": round(statistics.median(r["t_end"] for r in rows), 2),
+        "floor_p50_ms": round(floor_p50, 2),
+        "ratio_lower_bound": round(1 + (before + after) / floor_p50, 2),
+    }
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--per-owner", type=int, default=1000)
+    parser.add_argument("--n", type=int, default=150)
+    parser.add_argument("--warmup", type=int, default=20)
+    result = event_loop.run(main(parser.parse_args()))
+    for mark, p50, count in result.pop("timeline_p50_ms"):
+        print(f"{mark:16s} p50 {p50:7.2f} ms  (n={count})")
+    for key, value in result.items():
+        print(f"{key}: {value}")
