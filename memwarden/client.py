@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
-from memwarden.records import Decision, Freshness, MemoryType, SourceKind, SourceRef
+from memwarden.records import Decision, Freshness, MemoryType, Provenance, SourceKind, SourceRef
 
 
 class MemwardenError(Exception):
@@ -94,8 +94,9 @@ class MemwardenClient:
         **fields: Any,
     ) -> RememberAnswer:
         body = {"content": content, "type": str(type), "source_kind": str(source_kind), "reason": reason, **fields}
-        if isinstance(body.get("source_ref"), SourceRef):
-            body["source_ref"] = body["source_ref"].model_dump(exclude_none=True)
+        for name in ("source_ref", "provenance"):  # typed or as plain dicts, both as the API takes them
+            if isinstance(body.get(name), SourceRef | Provenance):
+                body[name] = body[name].model_dump(exclude_none=True)
         return RememberAnswer.model_validate(await self._call("POST", "/v1/memories", json=body))
 
     async def search(

@@ -17,7 +17,7 @@ from temporalio.api.history.v1 import History
 from temporalio.client import Client
 
 from memwarden.client import MemwardenClient, MemwardenError
-from memwarden.records import Status
+from memwarden.records import Provenance, Status
 from tests.forget_support import wait_verified
 from tests.integration.api_stack import Api, assert_problem
 from workflows.pending import pending_workflow_id
@@ -436,6 +436,24 @@ async def test_the_python_client_settles_and_switches(api: Api) -> None:
         )
         assert (off.decision.value, off.reason) == ("REJECT", "memory_disabled")
         assert await alice.set_memory_enabled(True) is True
+        # Conversation provenance, typed: session, turn and who said it reach the stored memory.
+        said = await agent.remember(
+            "Alice won the regional chess final last week",
+            type="episodic",
+            source_kind="user",
+            reason="user_stated_fact",
+            importance=0.8,
+            provenance=Provenance(session="s-9", turn="D9:3", speaker="Alice"),
+        )
+        assert said.decision.value == "ADD"
+        stored = await api.store.get_memory(t, str(said.memory_id))
+        assert stored is not None
+        assert stored.provenance.model_dump(exclude={"writer"}) == {
+            "session": "s-9",
+            "turn": "D9:3",
+            "span": None,
+            "speaker": "Alice",
+        }
 
 
 async def test_a_pending_write_forgotten_while_it_waits_is_never_confirmed(api: Api, http: httpx.AsyncClient) -> None:
