@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import random
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,55 +38,23 @@ import numpy as np
 import activities.memory as memory_activities
 import api.routes.search as search_route
 from bench.latency import POOL, TENANT, bulk_load, owner, sentence
+from bench.phase_marks import MARKS, wrap
 from bench.stack import python_speed_ms, running_stack
 from memwarden.prepared import PreparedRequests
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.vectors_edge import EdgeIndex
 from worker import event_loop
 
-_marks: dict[str, float] = {}
-
-
-def _mark(name: str) -> None:
-    _marks.setdefault(name, time.perf_counter())  # the first entry of a search counts
-
-
-def _wrap(owner_: Any, attr: str, name: str) -> None:
-    """Replace `owner_.attr` (a function or coroutine function) with one marking `name:start`/`name:end`."""
-    original: Callable[..., Any] = getattr(owner_, attr)
-    if asyncio.iscoroutinefunction(original):
-
-        @functools.wraps(original)
-        async def timed_async(*args: Any, **kwargs: Any) -> Any:
-            _mark(f"{name}:start")
-            try:
-                return await original(*args, **kwargs)
-            finally:
-                _mark(f"{name}:end")
-
-        setattr(owner_, attr, timed_async)
-        return
-
-    @functools.wraps(original)
-    def timed(*args: Any, **kwargs: Any) -> Any:
-        _mark(f"{name}:start")
-        try:
-            return original(*args, **kwargs)
-        finally:
-            _mark(f"{name}:end")
-
-    setattr(owner_, attr, timed)
-
 
 def instrument() -> None:
     """Wrap the search path's steps (before the stack starts, so every reference sees the wrappers)."""
-    _wrap(search_route, "_run_workflow", "route:wf")
-    _wrap(PreparedRequests, "_embed_one", "embed")
-    _wrap(memory_activities.MemoryActivities, "_gather_for", "gather")
-    _wrap(memory_activities.MemoryActivities, "search_memories", "act")
-    _wrap(EdgeIndex, "hybrid", "hybrid")
-    _wrap(SqlStore, "eligible_meta", "meta")
-    _wrap(SqlStore, "answer_search", "answer")
+    wrap(search_route, "_run_workflow", "route:wf")
+    wrap(PreparedRequests, "_embed_one", "embed")
+    wrap(memory_activities.MemoryActivities, "_gather_for", "gather")
+    wrap(memory_activities.MemoryActivities, "search_memories", "act")
+    wrap(EdgeIndex, "hybrid", "hybrid")
+    wrap(SqlStore, "eligible_meta", "meta")
+    wrap(SqlStore, "answer_search", "answer")
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -105,14 +71,14 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             for i in range(args.warmup + args.n):
                 o = rng.randrange(owners)
                 token = stack.token(tenant=TENANT, sub=f"svc-{o}", role="agent", agent="bench", on_behalf_of=owner(o))
-                _marks.clear()
+                MARKS.clear()
                 start = time.perf_counter()
                 answer = await stack.http.post(
                     "/v1/search", json={"query": sentence(rng), "k": 5}, headers={"Authorization": f"Bearer {token}"}
                 )
-                _marks["t_end"] = time.perf_counter()
+                MARKS["t_end"] = time.perf_counter()
                 answer.raise_for_status()
-                marks = {k: (v - start) * 1000 for k, v in _marks.items()}
+                marks = {k: (v - start) * 1000 for k, v in MARKS.items()}
                 floor = await stack.floor() * 1000
                 if i >= args.warmup:
                     rows.append(marks)

@@ -22,16 +22,12 @@ synthetic (bench/load_clients.py). Marks that not every write reaches show their
 from __future__ import annotations
 
 import argparse
-import asyncio
-import functools
 import random
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -42,58 +38,26 @@ import activities.remember as remember_activities  # noqa: E402
 import api.routes.memories as memories_route  # noqa: E402
 import memwarden.detect as detect  # noqa: E402
 from bench.load_clients import body  # noqa: E402
+from bench.phase_marks import MARKS, wrap  # noqa: E402
 from memwarden.prepared import PreparedRequests  # noqa: E402
 from memwarden.stores.sql import SqlStore  # noqa: E402
 from memwarden.stores.vectors_edge import EdgeIndex  # noqa: E402
 from tests.integration.api_stack import embedded_api  # noqa: E402
 from worker import event_loop  # noqa: E402
 
-_marks: dict[str, float] = {}
-
-
-def _mark(name: str) -> None:
-    _marks.setdefault(name, time.perf_counter())  # the first entry of a write counts
-
-
-def _wrap(owner: Any, attr: str, name: str) -> None:
-    """Replace `owner.attr` (a function or coroutine function) with one marking `name:start`/`name:end`."""
-    original: Callable[..., Any] = getattr(owner, attr)
-    if asyncio.iscoroutinefunction(original):
-
-        @functools.wraps(original)
-        async def timed_async(*args: Any, **kwargs: Any) -> Any:
-            _mark(f"{name}:start")
-            try:
-                return await original(*args, **kwargs)
-            finally:
-                _mark(f"{name}:end")
-
-        setattr(owner, attr, timed_async)
-        return
-
-    @functools.wraps(original)
-    def timed(*args: Any, **kwargs: Any) -> Any:
-        _mark(f"{name}:start")
-        try:
-            return original(*args, **kwargs)
-        finally:
-            _mark(f"{name}:end")
-
-    setattr(owner, attr, timed)
-
 
 def instrument() -> None:
     """Wrap the write path's steps (before the stack starts, so every reference sees the wrappers)."""
-    _wrap(memories_route, "_execute_remember", "route:wf")
-    _wrap(PreparedRequests, "_embed_one", "embed")
-    _wrap(PreparedRequests, "take_candidate", "take")
-    _wrap(remember_activities.RememberActivities, "remember_candidate", "act")
-    _wrap(SqlStore, "screen_inputs", "inputs")
-    _wrap(SqlStore, "get_many", "getmany")
-    _wrap(SqlStore, "commit_live", "commit")
-    _wrap(EdgeIndex, "nearest", "nearest")
-    _wrap(EdgeIndex, "upsert", "upsert")
-    _wrap(detect, "screen", "detect")
+    wrap(memories_route, "_execute_remember", "route:wf")
+    wrap(PreparedRequests, "_embed_one", "embed")
+    wrap(PreparedRequests, "take_candidate", "take")
+    wrap(remember_activities.RememberActivities, "remember_candidate", "act")
+    wrap(SqlStore, "screen_inputs", "inputs")
+    wrap(SqlStore, "get_many", "getmany")
+    wrap(SqlStore, "commit_live", "commit")
+    wrap(EdgeIndex, "nearest", "nearest")
+    wrap(EdgeIndex, "upsert", "upsert")
+    wrap(detect, "screen", "detect")
 
 
 async def main(args: argparse.Namespace) -> list[tuple[str, float, int]]:
@@ -105,13 +69,13 @@ async def main(args: argparse.Namespace) -> list[tuple[str, float, int]]:
         async with embedded_api(Path(tmp)) as api, httpx.AsyncClient(base_url=api.base_url, timeout=60) as http:
             headers = api.auth("bench", "solo")
             for i in range(args.warmup + args.n):
-                _marks.clear()
+                MARKS.clear()
                 start = time.perf_counter()
                 answer = await http.post("/v1/memories", headers=headers, json=body(rng, "solo"))
-                _marks["t_end"] = time.perf_counter()
+                MARKS["t_end"] = time.perf_counter()
                 answer.raise_for_status()
                 if i >= args.warmup:
-                    rows.append({k: (v - start) * 1000 for k, v in _marks.items()})
+                    rows.append({k: (v - start) * 1000 for k, v in MARKS.items()})
     names = {k for r in rows for k in r}
     table = [(k, statistics.median(r[k] for r in rows if k in r), sum(1 for r in rows if k in r)) for k in names]
     return sorted(table, key=lambda row: row[1])
