@@ -39,6 +39,7 @@ import random
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -170,41 +171,47 @@ async def measure(stack: Stack, owners: int, queries: list[str], seed: int) -> d
     }
 
 
+async def _cpu_ms(run: Callable[[int], Awaitable[object]], rounds: int) -> dict[str, float]:
+    """CPU ms per call of `run(i)` by part, over `rounds` calls back to back between two readings."""
+    before = cpu_by_part()
+    for i in range(rounds):
+        await run(i)
+    return per_op_ms(before, cpu_by_part(), rounds)
+
+
 async def cpu_per_op(stack: Stack, owners: int, queries: list[str], rounds: int, seed: int) -> dict[str, Any]:
-    """CPU ms per floor workflow and per API search (sequential, one batch each), by part."""
+    """CPU ms per floor workflow, per API search and per HTTP round trip (one batch each), by part."""
     rng = random.Random(seed)
     tokens = [
         stack.token(tenant=TENANT, sub=f"svc-{o}", role="agent", agent="bench", on_behalf_of=owner(o))
         for o in (rng.randrange(owners) for _ in range(rounds))
     ]
-    before = cpu_by_part()
-    for _ in range(rounds):
-        await stack.floor()
-    after = cpu_by_part()
-    floor = per_op_ms(before, after, rounds)
-    before = cpu_by_part()
-    for i in range(rounds):
+
+    async def search(i: int) -> None:
         answer = await stack.http.post(
             "/v1/search",
             json={"query": queries[i % len(queries)], "k": 5},
             headers={"Authorization": f"Bearer {tokens[i]}"},
         )
         answer.raise_for_status()
-    after = cpu_by_part()
-    search = per_op_ms(before, after, rounds)
-    before = cpu_by_part()
-    for _ in range(rounds):
+
+    async def http_floor(_: int) -> None:
         (await stack.http.get("/healthz")).raise_for_status()
-    after = cpu_by_part()
-    http = per_op_ms(before, after, rounds)
+
+    async def floor_run(_: int) -> None:
+        await stack.floor()
+
+    floor = await _cpu_ms(floor_run, rounds)
+    searched = await _cpu_ms(search, rounds)
+    http = await _cpu_ms(http_floor, rounds)
     return {
         "rounds": rounds,
         "cpu_ms_per_floor_workflow": round(sum(floor.values()), 1),
-        "cpu_ms_per_api_search": round(sum(search.values()), 1),
+        "cpu_ms_per_api_search": round(sum(searched.values()), 1),
         # the bench's own HTTP client is in this process too: this bounds its share of the search's CPU
         "cpu_ms_per_http_floor": round(sum(http.values()), 1),
         "cpu_ms_per_floor_workflow_by_part": rounded(floor),
-        "cpu_ms_per_api_search_by_part": rounded(search),
+        "cpu_ms_per_api_search_by_part": rounded(searched),
     }
 
 

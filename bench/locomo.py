@@ -229,8 +229,8 @@ DEPTH = 100
 
 async def evaluate(stack: Stack, corpus: Corpus, tenant: str, mapping: dict[tuple[int, str], str]) -> dict[str, Any]:
     scores = Scores()
-    # The provenance each memory was written with (what the store hands ranking): session and turn.
-    context = {
+    # The provenance each memory was written with (what the store hands ranking): session, turn, speaker.
+    context: dict[str, tuple[str | None, str | None, str | None]] = {
         mapping[(t.conv, t.dia_id)]: (t.session, t.dia_id, t.speaker)
         for t in corpus.turns
         if (t.conv, t.dia_id) in mapping
@@ -273,17 +273,19 @@ async def evaluate(stack: Stack, corpus: Corpus, tenant: str, mapping: dict[tupl
             [(h.memory_id, h.score) for h in both.dense], [(h.memory_id, h.score) for h in both.sparse]
         )
         words = ranking.query_words(q.text)
-        candidates = [
-            ranking.Candidate(
-                relevance=r,
-                created_at=now,
-                importance=0.8,
-                session=ranking.session_key(owner_of(q.conv), context.get(r.memory_id, (None, None, None))[0]),
-                turn=ranking.turn_position(context.get(r.memory_id, (None, None, None))[1]),
-                speaker_named=ranking.names_speaker(words, context.get(r.memory_id, (None, None, None))[2]),
+        candidates = []
+        for r in relevances:
+            session, turn, speaker = context.get(r.memory_id, (None, None, None))
+            candidates.append(
+                ranking.Candidate(
+                    relevance=r,
+                    created_at=now,
+                    importance=0.8,
+                    session=ranking.session_key(owner_of(q.conv), session),
+                    turn=ranking.turn_position(turn),
+                    speaker_named=ranking.names_speaker(words, speaker),
+                )
             )
-            for r in relevances
-        ]
         for name, params in SWEEP:
             ranked = ranking.rank(candidates, now, 10, params)
             scores.add(name, q.category, [r.memory_id for r in ranked], evidence, q.conv)

@@ -150,7 +150,7 @@ def summary_ms(values: Sequence[float]) -> dict[str, float]:
 
 def cpu_by_part() -> Counter[str]:
     """CPU seconds (user + system) of this process by thread group, and of its live children (the
-    Temporal dev server, the writers' process): which part a write's CPU goes to, so a run says
+    Temporal dev server, the writers' process): which part an operation's CPU goes to, so a run says
     whether Temporal, the event loop or the embedding is the one to cut.
 
     Groups: "event loop" (the main thread: API, workflow payloads, activities), "python threads"

@@ -7,7 +7,7 @@ import contextlib
 import hashlib
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Body, Query
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
@@ -184,7 +184,7 @@ def _sealed_write(
     """
     handle = new_handle(state.subject_key, request.tenant_id, request.owner_id)
     expires = now + CLAIM_CHECK_TTL
-    ids: dict[str, Any] = {"owner_id": request.owner_id, "writer": request.provenance.writer}
+    ids: dict[str, str | None] = {"owner_id": request.owner_id, "writer": request.provenance.writer}
     if request.provenance.speaker is not None:
         ids["speaker"] = request.provenance.speaker
     rows = [
