@@ -1,6 +1,7 @@
 """Audit-chain appends per second on PostgreSQL, 1 writer against 8 (side by side in one run).
 
-    nice -n 10 .venv/bin/python bench/audit_append.py --postgres postgresql+asyncpg://postgres@127.0.0.1:5432/test
+    nice -n 10 .venv/bin/python -m bench.audit_append --postgres postgresql+asyncpg://postgres@127.0.0.1:5432/test \
+        [--publish]
 
 Every Remember decision appends one event to the audit hash chain, and `SqlStore.append_audit`
 serializes appends (one PostgreSQL advisory transaction lock for the whole chain) so the chain never
@@ -18,6 +19,7 @@ import uuid
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from bench import report
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.sql import SqlStore
 
@@ -38,7 +40,9 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--postgres", required=True)
     parser.add_argument("--per-writer", type=int, default=150)
+    parser.add_argument("--publish", action="store_true", help="rewrite this bench's section of docs/benchmarks.md")
     args = parser.parse_args()
+    rows: list[list[object]] = []
     schema = f"mw_bench_audit_{uuid.uuid4().hex[:10]}"
     admin = create_async_engine(args.postgres, isolation_level="AUTOCOMMIT")
     async with admin.connect() as conn:
@@ -52,8 +56,12 @@ async def main() -> None:
         for writers in (1, 8):
             rate = await appends(store, writers, args.per_writer)
             print(f"| {writers} | {writers * args.per_writer} | {rate:.0f} |", flush=True)
+            rows.append([writers, writers * args.per_writer, f"{rate:.0f}"])
         ok, bad = await store.verify_audit()
         print(f"chain verifies: {ok} (first bad seq: {bad})")
+        if args.publish:
+            table = report.table(["writers", "appends", "appends/s"], rows)
+            report.publish("audit_append", f"{table}\n\nThe chain verifies afterwards: {ok}.")
     finally:
         await store.close()
         async with admin.connect() as conn:

@@ -1,6 +1,6 @@
 """Audit chain throughput: appends (one writer and several at once), with and without checkpoints, and verification.
 
-    .venv/bin/python bench/audit_bench.py [--events 2000] [--postgres-url postgresql+asyncpg://...]
+    .venv/bin/python -m bench.audit_bench [--events 2000] [--postgres-url postgresql+asyncpg://...] [--publish]
 
 Every append takes the chain's lock (SQLite's write lock, or a PostgreSQL advisory lock), reads the
 head and inserts one row; a checkpoint adds a count and an Ed25519 signature every N events. All
@@ -21,6 +21,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from bench import report
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.audit_signing import CheckpointSigner
 from memwarden.stores.sql import SqlStore
@@ -78,7 +79,9 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--postgres-url")
+    parser.add_argument("--publish", action="store_true", help="rewrite this bench's section of docs/benchmarks.md")
     args = parser.parse_args()
+    rows: list[list[object]] = []
     cases = [
         ("no checkpoints, 1 writer", None, 1),
         ("checkpoint every 256, 1 writer", 256, 1),
@@ -112,6 +115,19 @@ async def main() -> None:
                 f"{name:<11} {label:<34} {r['appends_per_s']:>10.0f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
                 f"{r['verify_events_per_s']:>12.0f}"
             )
+            rows.append(
+                [
+                    name,
+                    label,
+                    f"{r['appends_per_s']:.0f}",
+                    f"{r['p50_ms']:.2f}",
+                    f"{r['p99_ms']:.2f}",
+                    f"{r['verify_events_per_s']:.0f}",
+                ]
+            )
+    if args.publish:
+        headers = ["backend", "case", "appends/s", "p50 ms", "p99 ms", "verification events/s"]
+        report.publish("audit_bench", f"{report.table(headers, rows)}\n\n{args.events} events per case.")
 
 
 if __name__ == "__main__":

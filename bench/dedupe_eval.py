@@ -1,6 +1,6 @@
 """Sweep the dedupe cosine threshold over a labelled set of sentence pairs and pick one.
 
-    .venv/bin/python bench/dedupe_eval.py [--pairs tests/data/dedupe_pairs.jsonl] [--min-precision 0.95]
+    .venv/bin/python -m bench.dedupe_eval [--pairs tests/data/dedupe_pairs.jsonl] [--min-precision 0.95] [--publish]
 
 Each line of the pairs file is `{"a": ..., "b": ..., "duplicate": bool, "kind": ...}`: paraphrases are
 duplicates; same-topic pairs with a different value ("I live in Paris" / "I live in Lyon"), negations,
@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import report
 from memwarden.embed import default_embedder
 from memwarden.policy.dedupe import DEDUPE_THRESHOLD, cosine, is_duplicate, value_conflict
 
@@ -105,11 +106,44 @@ def choose(results: list[Metrics], margin: float = 0.02) -> float | None:
     return None if clean is None else round(min(clean + margin, 1.0), 4)
 
 
+def markdown(scored: list[Scored], pairs: Path, min_precision: float, margin: float) -> str:
+    """The run as docs/benchmarks.md shows it: the configured threshold, the recommended one, the best
+    recall at the precision floor, for the gate's rule and for cosine alone."""
+    rows: list[list[object]] = []
+
+    def add(rule: str, m: Metrics | None) -> None:
+        if m is None:
+            rows.append([rule, "none", "", "", ""])
+        else:
+            rows.append([rule, f"{m.threshold:.2f}", f"{m.precision:.3f}", f"{m.recall:.3f}", f"{m.f1:.3f}"])
+
+    add("the gate's rule (cosine + value-conflict veto), configured", metrics_at(scored, DEDUPE_THRESHOLD))
+    for veto, label in ((True, "the gate's rule"), (False, "cosine alone")):
+        results = sweep(scored, veto=veto)
+        recommended = choose(results, margin)
+        add(
+            f"{label}, recommended (no false duplicate above it, +{margin} margin)",
+            None if recommended is None else metrics_at(scored, recommended, veto=veto),
+        )
+        add(f"{label}, best recall at precision >= {min_precision}", best_recall(results, min_precision))
+    try:
+        where = pairs.resolve().relative_to(Path(__file__).resolve().parents[1])
+    except ValueError:
+        where = pairs
+    return "\n\n".join(
+        [
+            report.table(["rule", "threshold", "precision", "recall", "F1"], rows),
+            f"{len(scored)} labelled pairs ({sum(s.duplicate for s in scored)} duplicates) from `{where}`.",
+        ]
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=Path, default=DEFAULT_PAIRS)
     parser.add_argument("--min-precision", type=float, default=0.95)
     parser.add_argument("--margin", type=float, default=0.02)
+    parser.add_argument("--publish", action="store_true", help="rewrite this bench's section of docs/benchmarks.md")
     args = parser.parse_args()
 
     pairs = load_pairs(args.pairs)
@@ -163,6 +197,8 @@ def main() -> None:
         "false duplicates at the configured threshold (kind, similarity):",
         [(s.kind, round(s.similarity, 3)) for s in missed],
     )
+    if args.publish:
+        report.publish("dedupe_eval", markdown(scored, args.pairs, args.min_precision, args.margin))
 
 
 if __name__ == "__main__":

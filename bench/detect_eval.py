@@ -1,6 +1,6 @@
 """Precision / recall of memwarden.detect on the labelled sets in tests/data, plus screening latency.
 
-    .venv/bin/python bench/detect_eval.py [--errors] [--json]
+    .venv/bin/python -m bench.detect_eval [--errors] [--json] [--publish]
 
 Sets (all synthetic, written for this project; no third-party corpus, so no licence to track):
 - injection_labelled.jsonl: instruction-like (1) vs benign look-alike observations (0), in splits.
@@ -29,6 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import report as published  # noqa: E402
 from memwarden.detect import assess, find_secrets, pii_codes, screen, warm_up  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
@@ -116,10 +117,38 @@ TYPICAL = (
 )
 
 
+def markdown(report: dict[str, Any]) -> str:
+    """The run as docs/benchmarks.md shows it: precision and recall per detector and split, then latency."""
+    rows = []
+    for title, key, first_looks in (
+        ("instruction-like", "injection", FIRST_LOOK),
+        ("secrets", "secrets", {k.split()[1]: v for k, v in FIRST_LOOK_OTHER.items() if k.startswith("secrets")}),
+        ("PII", "pii", {k.split()[1]: v for k, v in FIRST_LOOK_OTHER.items() if k.startswith("pii")}),
+    ):
+        for split, r in report[key].items():
+            first = first_looks.get(split)
+            note = f"first look P {first[0]:.3f}, R {first[1]:.3f}" if first else ""
+            if split == "holdout4":
+                note = f"never tuned on; {note}" if note else "never tuned on"
+            rows.append([title, split, r["n"], f"{r['precision']:.3f}", f"{r['recall']:.3f}", note])
+    c = report["pii_categories"]
+    rows.append(["PII categories (micro)", "all", "", f"{c['precision']:.3f}", f"{c['recall']:.3f}", ""])
+    t, a = report["latency_typical_200_chars"], report["latency_labelled_texts"]
+    return "\n\n".join(
+        [
+            published.table(["detector", "set", "n", "precision", "recall", "note"], rows),
+            f"`screen()` p50 {t['p50_ms']:.2f} ms, p95 {t['p95_ms']:.2f} ms on a typical {len(TYPICAL)}-character "
+            f"candidate; p50 {a['p50_ms']:.2f} ms, p95 {a['p95_ms']:.2f} ms over the labelled texts (n={a['n']}); "
+            f"`warm_up()` {report['warm_up_s']:.2f} s.",
+        ]
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--errors", action="store_true", help="list false positives / negatives")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--publish", action="store_true", help="rewrite this bench's section of docs/benchmarks.md")
     args = parser.parse_args()
 
     start = time.perf_counter()
@@ -130,6 +159,8 @@ def main() -> None:
     report["latency_typical_200_chars"] = latency([TYPICAL] * 300, repeats=1)
     report["latency_labelled_texts"] = latency(all_texts, repeats=2)
     report["warm_up_s"] = warm_s
+    if args.publish:
+        published.publish("detect_eval", markdown(report))
 
     if args.json:
         for section in (report["injection"].values(), report["secrets"].values(), report["pii"].values()):

@@ -1,6 +1,6 @@
 """Forget's speed on the embedded profile: one memory forgotten and verified (p50), and a 10k-memory subject.
 
-    nice -n 10 .venv/bin/python bench/forget_bench.py [--single 30] [--subject 10000]
+    nice -n 10 .venv/bin/python -m bench.forget_bench [--single 30] [--subject 10000] [--publish]
 
 Everything real and in this process, as `memwarden up` runs it: the Temporal dev server (child process),
 the production worker over SQLite (WAL, secure_delete) + Qdrant Edge + the in-process cache, one SQLite
@@ -25,6 +25,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from bench import report
 from memwarden.forget import MemorySelector, OwnerSelector, redacted, selector_key, subject_key
 from memwarden.records import ForgetInput, MemoryRecord, MemoryType, Scope, SourceKind, Status, content_hash
 from memwarden.stores.forget import ForgetStore
@@ -104,9 +105,11 @@ async def forget(deps, client, task_queue: str, tenant: str, selector) -> tuple[
     return time.perf_counter() - began, row.id
 
 
-async def main(single: int, subject: int) -> None:
+async def main(single: int, subject: int) -> list[list[str]]:
+    """Runs every measurement, printing as it goes; returns (what, figure) rows for docs/benchmarks.md."""
     logging.basicConfig(level=logging.WARNING)
     rng = random.Random(7)
+    rows: list[list[str]] = []
     with tempfile.TemporaryDirectory(prefix="memwarden-forget-bench-") as tmp:
         root = Path(tmp)
         async with DevServer(root / "temporal", port=free_port(), headless=True) as dev:
@@ -128,9 +131,19 @@ async def main(single: int, subject: int) -> None:
                 times.sort()
                 tomb = sorted(TOMBSTONE_TIMES[3:])
                 print(f"tombstone of one memory (before the 202): p50={statistics.median(tomb) * 1000:.1f} ms")
+                rows.append(
+                    ["tombstone of one memory (before the 202), p50", f"{statistics.median(tomb) * 1000:.1f} ms"]
+                )
                 print(
                     f"one memory forgotten and verified: n={len(times)} p50={statistics.median(times) * 1000:.0f} ms "
                     f"p90={times[int(len(times) * 0.9) - 1] * 1000:.0f} ms (index holds {len(background) + len(ones)})"
+                )
+                rows.append(
+                    [
+                        f"one memory forgotten and verified, index of {len(background) + len(ones):,} points "
+                        f"(n={len(times)})",
+                        f"p50 {statistics.median(times):.2f} s, p90 {times[int(len(times) * 0.9) - 1]:.2f} s",
+                    ]
                 )
 
                 if args_debug:
@@ -165,6 +178,12 @@ async def main(single: int, subject: int) -> None:
                     "  for comparison, without the Edge vacuum (not a valid erasure): "
                     f"p50={statistics.median(plain) * 1000:.0f} ms"
                 )
+                rows.append(
+                    [
+                        "the same without the Edge vacuum (not a valid erasure: shows the vacuum's cost)",
+                        f"p50 {statistics.median(plain):.2f} s",
+                    ]
+                )
                 seeded = time.perf_counter()
                 ids = await seed(deps, tenant, "big-subject", subject, rng)
                 print(f"seeded {len(ids)} memories for one subject in {time.perf_counter() - seeded:.1f} s")
@@ -175,13 +194,22 @@ async def main(single: int, subject: int) -> None:
                     f"subject with {subject} memories erased and verified: {took:.1f} s "
                     f"(of which the tombstone, the API's part before its 202: {TOMBSTONE_TIMES[-1]:.2f} s)"
                 )
+                rows.append([f"a subject with {subject:,} memories erased and verified", f"{took:.1f} s"])
+                rows.append(["of which the tombstone (before the 202)", f"{TOMBSTONE_TIMES[-1]:.2f} s"])
                 for s in await ForgetStore(deps.store).sinks(deletion_id):
                     assert s.started_at is not None and s.verified_at is not None
                     print(
                         f"  {s.name:<20} {(s.verified_at - s.started_at).total_seconds():6.2f} s  "
                         f"purged={s.purged} attempts={s.attempts} method={s.method}"
                     )
+                    rows.append(
+                        [
+                            f"sink `{s.name}`, {subject:,}-memory subject (first purge to verification)",
+                            f"{(s.verified_at - s.started_at).total_seconds():.2f} s",
+                        ]
+                    )
                 assert await deps.index.present(ids[:BATCH]) == []
+    return rows
 
 
 if __name__ == "__main__":
@@ -189,6 +217,9 @@ if __name__ == "__main__":
     parser.add_argument("--single", type=int, default=30)
     parser.add_argument("--subject", type=int, default=10_000)
     parser.add_argument("--debug", action="store_true", help="print the last single deletion's history timings")
+    parser.add_argument("--publish", action="store_true", help="rewrite this bench's section of docs/benchmarks.md")
     args = parser.parse_args()
     args_debug = args.debug
-    asyncio.run(main(args.single, args.subject))
+    measured = asyncio.run(main(args.single, args.subject))
+    if args.publish:
+        report.publish("forget_bench", report.table(["what", "figure"], measured))

@@ -2,6 +2,7 @@
 
     nice -n 10 .venv/bin/python -m bench.latency [--sizes 10000 100000] [--queries 300] [--per-owner 1000]
         [--profile FILE]   # also: pyinstrument over API searches at the largest size (pip install '.[bench]')
+        [--publish]        # also: rewrite the `latency` section of docs/benchmarks.md (bench/report.py)
 
 One embedded stack in this process (Temporal dev server, worker, API under uvicorn; the API's
 client shares the worker's process, so workflows start eagerly, as under `memwarden up`).
@@ -46,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import report
 from bench.stack import Stack, cpu_by_part, per_op_ms, python_speed_ms, rounded, running_stack, summary_ms
 from memwarden.identity import Principal, Role, read_filter
 from memwarden.records import MemoryRecord, MemoryType, RetrieveInput, SourceKind, Status, content_hash
@@ -265,6 +267,52 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def markdown(result: dict[str, Any]) -> str:
+    """The run as docs/benchmarks.md shows it: one row per size, then CPU by part."""
+    rows, parts = [], []
+    rounds = 0
+    for size, r in sorted(result["results"].items(), key=lambda item: int(item[0])):
+        f, a, w, h = r["floor"], r["search API"], r["search workflow"], r["http floor"]
+        cpu = r.get("cpu", {})
+        rounds = r["rounds"]
+        rows.append(
+            [
+                f"{int(size):,}",
+                f"{f['p50']} / {f['p95']}",
+                f"{a['p50']} / {a['p95']}",
+                w["p50"],
+                h["p50"],
+                f"{r['ratio p50 API/floor']}x",
+                cpu.get("cpu_ms_per_floor_workflow", ""),
+                cpu.get("cpu_ms_per_api_search", ""),
+                cpu.get("cpu_ms_per_http_floor", ""),
+            ]
+        )
+        if cpu:
+            floor_parts, search_parts = cpu["cpu_ms_per_floor_workflow_by_part"], cpu["cpu_ms_per_api_search_by_part"]
+            moved = ", ".join(
+                f"{part} {floor_parts.get(part, 0)} -> {search_parts.get(part, 0)}"
+                for part in sorted(set(floor_parts) | set(search_parts))
+            )
+            parts.append(f"CPU ms by part at {int(size):,}, floor -> search: {moved}.")
+    headers = [
+        "memories",
+        "floor p50 / p95 ms",
+        "search API p50 / p95 ms",
+        "search workflow p50 ms",
+        "HTTP alone p50 ms",
+        "ratio p50 API / floor",
+        "CPU ms per floor",
+        "CPU ms per search",
+        "CPU ms per HTTP round trip",
+    ]
+    notes = (
+        f"{rounds} rounds per size after 20 warm-up rounds, k={result['k']}, owners of {result['per_owner']:,} "
+        f"memories each; python_loop_ms {result['python_loop_ms']}."
+    )
+    return "\n\n".join([report.table(headers, rows), notes, *parts])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -273,12 +321,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--cpu-rounds", type=int, default=200, help="floors, then searches, for CPU per op (0: off)")
     parser.add_argument("--profile", type=Path, default=None, help="write a pyinstrument profile here")
+    parser.add_argument("--publish", action="store_true", help="rewrite this bench's section of docs/benchmarks.md")
     args = parser.parse_args()
     result = event_loop.run(main_async(args))
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:
         args.out.write_text(text + "\n")
+    if args.publish:
+        report.publish("latency", markdown(result))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """LoCoMo retrieval evaluation through the public API, beside BM25 on the same turns in the same run.
 
-    nice -n 10 .venv/bin/python -m bench.locomo [--data ../shared/bench/locomo10.json] [--out FILE]
+    nice -n 10 .venv/bin/python -m bench.locomo [--data ../shared/bench/locomo10.json] [--out FILE] [--publish]
 
 What it does (../shared/bench/README.md describes the data and the measure):
 1. Starts the embedded stack in this process (Temporal dev server, worker, API on a free port).
@@ -39,6 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import report
 from bench.stack import Stack, running_stack, summary_ms
 from memwarden.identity import Principal, Role, read_filter
 from memwarden.policy import ranking
@@ -331,6 +332,41 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def markdown(result: dict[str, Any]) -> str:
+    """The run as docs/benchmarks.md shows it: the gate's decisions, recall per ranker, the ratio to BM25."""
+    table = result["recall"]
+    api = table["memwarden /v1/search"]
+    splits = list(api["splits"])
+    categories = list(api["per_category"])
+    headers = [
+        "ranker",
+        *(f"R@{k}" for k in KS),
+        *(f"R@5 {name} (n={api['splits'][name]['n']})" for name in splits),
+        *(f"R@5 {name} (n={api['per_category'][name]['n']})" for name in categories),
+    ]
+    rows = [
+        [
+            name,
+            *(r["overall"][f"R@{k}"] for k in KS),
+            *(r["splits"][split]["R@5"] for split in splits),
+            *(r["per_category"][category]["R@5"] for category in categories),
+        ]
+        for name, r in table.items()
+    ]
+    decisions = ", ".join(f"{n:,} {d}" for d, n in sorted(result["decisions"].items()))
+    ratios = ", ".join(f"{split} {ratio}x" for split, ratio in result["ratio_R@5_vs_BM25"].items())
+    latency = result["search_latency_ms"]
+    return "\n\n".join(
+        [
+            f"Of {result['turns']:,} turns: {decisions}; {result['distinct_memories']:,} distinct memories; "
+            f"{result['questions']:,} questions.",
+            report.table(headers, rows),
+            f"R@5 against BM25's: {ratios}. Search through the API during the run: p50 {latency['p50']} ms, "
+            f"p95 {latency['p95']} ms (k=10).",
+        ]
+    )
+
+
 def _cpus() -> int:
     return len(os.sched_getaffinity(0))
 
@@ -340,12 +376,17 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON result here")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations (smoke runs)")
+    parser.add_argument("--publish", action="store_true", help="rewrite this bench's section of docs/benchmarks.md")
     args = parser.parse_args()
+    if args.publish and args.conversations is not None:
+        parser.error("--publish takes a run over every conversation, not a smoke run")
     result = event_loop.run(main_async(args))
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:
         args.out.write_text(text + "\n")
+    if args.publish:
+        report.publish("locomo", markdown(result))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Remember and search throughput of the production processes on this machine.
 
-    nice -n 10 .venv/bin/python bench/production_profile.py \
-        --postgres postgresql+asyncpg://postgres@127.0.0.1:5432/test --redis redis://127.0.0.1:6379/15
+    nice -n 10 .venv/bin/python -m bench.production_profile \
+        --postgres postgresql+asyncpg://postgres@127.0.0.1:5432/test --redis redis://127.0.0.1:6379/15 [--publish]
 
 One `memwarden worker` and one `memwarden api`, separate processes as in production (so no eager
 workflow start), on PostgreSQL (a fresh database, dropped afterwards) and Redis (a namespace of its
@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 sys.path.insert(0, str(ROOT))
 
+from bench import report  # noqa: E402
 from tests.e2e.harness import Child, mint  # noqa: E402
 from worker.devserver import DevServer, free_port  # noqa: E402
 
@@ -114,6 +115,7 @@ async def main() -> None:
     parser.add_argument("--postgres", required=True)
     parser.add_argument("--redis", required=True)
     parser.add_argument("--per-client", type=int, default=25)
+    parser.add_argument("--publish", action="store_true", help="rewrite this bench's section of docs/benchmarks.md")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="mw-bench-prod-"))
@@ -154,20 +156,28 @@ async def main() -> None:
         await run_clients(url, tokens[:1], 5, "remember", Counter(), offset=10_000)  # warm-up
         assert worker.proc is not None and api.proc is not None and dev.pid is not None
         pids = {"worker": worker.proc.pid, "api": api.proc.pid, "temporal": dev.pid}
-        print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores, shared)")
-        print(
+        load_before = os.getloadavg()[0]
+        print(f"load average before: {load_before:.2f}")
+        lines = [
             "| operation | clients | requests | requests/s | p50 ms | p95 ms "
-            "| worker CPU ms/req | API CPU ms/req | Temporal dev server CPU ms/req |"
-        )
-        print("|---|---|---|---|---|---|---|---|---|")
+            "| worker CPU ms/req | API CPU ms/req | Temporal dev server CPU ms/req |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        print("\n".join(lines))
         for kind in ("remember", "search"):
             for n in (1, 8):
                 before = {k: cpu_seconds(p) for k, p in pids.items()}
                 offset = 0 if n == 1 else args.per_client  # the 8-client round never repeats client 0's facts
                 seconds, ms = await run_clients(url, tokens[:n], args.per_client, kind, decisions, offset)
                 cpu = {k: (cpu_seconds(p) - before[k]) * 1000 / len(ms) for k, p in pids.items()}
-                print(row(kind, n, seconds, ms, cpu), flush=True)
-        print(f"load average after: {os.getloadavg()[0]:.2f}; Remember decisions: {dict(decisions)}")
+                lines.append(row(kind, n, seconds, ms, cpu))
+                print(lines[-1], flush=True)
+        load_after = os.getloadavg()[0]
+        print(f"load average after: {load_after:.2f}; Remember decisions: {dict(decisions)}")
+        if args.publish:
+            made = ", ".join(f"{count} {decision}" for decision, count in sorted(decisions.items()))
+            notes = f"Remember decisions: {made}; load average {load_before:.1f} before, {load_after:.1f} after."
+            report.publish("production_profile", "\n".join(lines) + "\n\n" + notes)
     finally:
         api.kill()
         worker.kill()

@@ -1,6 +1,6 @@
 """Remember through the public API beside the Temporal floor, measured side by side in one run.
 
-    .venv/bin/python bench/remember_bench.py [--n 200] [--clients 8] [--per-client 40] [--json]
+    .venv/bin/python -m bench.remember_bench [--n 200] [--clients 8] [--per-client 40] [--json] [--publish]
 
 What it measures, on the embedded stack (`memwarden up`'s parts in this process: the dev server as a
 child, the worker over SQLite + Qdrant Edge, the API under uvicorn):
@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 from temporalio.worker import Worker  # noqa: E402
 
+from bench import report as published  # noqa: E402
 from bench.floor import FloorWorkflow, noop  # noqa: E402
 from bench.load_clients import body  # noqa: E402
 from bench.stack import FLOOR_SANDBOX, cpu_by_part, per_op_ms, python_speed_ms, rounded  # noqa: E402
@@ -235,6 +236,7 @@ if __name__ == "__main__":
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--per-client", type=int, default=40)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--publish", action="store_true", help="rewrite this bench's section of docs/benchmarks.md")
     parser.add_argument(
         "--in-process-clients",
         action="store_true",
@@ -243,3 +245,5 @@ if __name__ == "__main__":
     arguments = parser.parse_args()
     measured = event_loop.run(main(arguments))
     print(json.dumps(measured, indent=2) if arguments.json else report(measured))
+    if arguments.publish:
+        published.publish("remember", report(measured))

@@ -1,6 +1,6 @@
 """Where one search's time goes: a per-phase timeline of sequential `POST /v1/search`, beside the floor.
 
-    nice -n 10 .venv/bin/python -m bench.search_phases [--size 10000] [--n 150] [--warmup 20]
+    nice -n 10 .venv/bin/python -m bench.search_phases [--size 10000] [--n 150] [--warmup 20] [--publish]
 
 Why: the latency bench gives a search's total beside the Temporal floor; this says which part of it
 can overlap the workflow and which cannot. It loads `--size` memories as `bench.latency` does, then
@@ -37,6 +37,7 @@ import numpy as np
 
 import activities.memory as memory_activities
 import api.routes.search as search_route
+from bench import report
 from bench.latency import POOL, TENANT, bulk_load, owner, sentence
 from bench.phase_marks import MARKS, wrap
 from bench.stack import python_speed_ms, running_stack
@@ -105,14 +106,51 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def markdown(result: dict[str, Any]) -> str:
+    """The run as docs/benchmarks.md shows it: the serial ends and the bound, then the timeline."""
+    summary = report.table(
+        [
+            "memories",
+            "before the workflow p50 ms",
+            "the workflow p50 ms",
+            "after its result p50 ms",
+            "search p50 ms",
+            "floor p50 ms (same run)",
+            "ratio lower bound",
+        ],
+        [
+            [
+                f"{result['size']:,}",
+                result["before_workflow_p50_ms"],
+                result["workflow_p50_ms"],
+                result["after_workflow_p50_ms"],
+                result["search_p50_ms"],
+                result["floor_p50_ms"],
+                f"{result['ratio_lower_bound']}x",
+            ]
+        ],
+    )
+    timeline = report.table(
+        ["mark", "p50 ms from the request", "searches reaching it"],
+        [[f"`{mark}`", p50, count] for mark, p50, count in result["timeline_p50_ms"]],
+    )
+    notes = f"{result['searches']} sequential searches; python_loop_ms {result['python_loop_ms']}."
+    return "\n\n".join([summary, timeline, notes])
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--per-owner", type=int, default=1000)
     parser.add_argument("--n", type=int, default=150)
     parser.add_argument("--warmup", type=int, default=20)
-    result = event_loop.run(main(parser.parse_args()))
-    for mark, p50, count in result.pop("timeline_p50_ms"):
+    parser.add_argument("--publish", action="store_true", help="rewrite this bench's section of docs/benchmarks.md")
+    arguments = parser.parse_args()
+    result = event_loop.run(main(arguments))
+    for mark, p50, count in result["timeline_p50_ms"]:
         print(f"{mark:16s} p50 {p50:7.2f} ms  (n={count})")
     for key, value in result.items():
-        print(f"{key}: {value}")
+        if key != "timeline_p50_ms":
+            print(f"{key}: {value}")
+    if arguments.publish:
+        report.publish(f"search_phases-{arguments.size}", markdown(result))

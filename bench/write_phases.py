@@ -1,6 +1,6 @@
 """Where one write's time goes: a per-phase timeline of sequential `POST /v1/memories`, p50 per mark.
 
-    .venv/bin/python -m bench.write_phases [--n 150] [--warmup 20]
+    .venv/bin/python -m bench.write_phases [--n 150] [--warmup 20] [--publish]
 
 Why: the Remember bench gives the write's total beside the floor; to know what to cut, the sessions
 kept rebuilding this timeline by hand. It runs the embedded stack in this process (as remember_bench
@@ -37,8 +37,10 @@ import httpx  # noqa: E402
 import activities.remember as remember_activities  # noqa: E402
 import api.routes.memories as memories_route  # noqa: E402
 import memwarden.detect as detect  # noqa: E402
+from bench import report  # noqa: E402
 from bench.load_clients import body  # noqa: E402
 from bench.phase_marks import MARKS, wrap  # noqa: E402
+from bench.stack import python_speed_ms  # noqa: E402
 from memwarden.prepared import PreparedRequests  # noqa: E402
 from memwarden.stores.sql import SqlStore  # noqa: E402
 from memwarden.stores.vectors_edge import EdgeIndex  # noqa: E402
@@ -81,10 +83,21 @@ async def main(args: argparse.Namespace) -> list[tuple[str, float, int]]:
     return sorted(table, key=lambda row: row[1])
 
 
+def markdown(timeline: list[tuple[str, float, int]], writes: int, loop_ms: float) -> str:
+    """The run as docs/benchmarks.md shows it: each mark's p50 from the request, in time order."""
+    rows = [[f"`{mark}`", round(p50, 2), count] for mark, p50, count in timeline]
+    table = report.table(["mark", "p50 ms from the request", "writes reaching it"], rows)
+    return f"{table}\n\n{writes} sequential writes; python_loop_ms {loop_ms}."
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=150)
     parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--publish", action="store_true", help="rewrite this bench's section of docs/benchmarks.md")
     arguments = parser.parse_args()
-    for mark, p50, count in event_loop.run(main(arguments)):
+    measured = event_loop.run(main(arguments))
+    for mark, p50, count in measured:
         print(f"{mark:16s} p50 {p50:7.2f} ms" + ("" if count == arguments.n else f"  (n={count})"))
+    if arguments.publish:
+        report.publish("write_phases", markdown(measured, arguments.n, python_speed_ms()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -122,3 +123,39 @@ def test_machine_line_names_cores_memory_and_python() -> None:
     assert " cores, " in line
     assert "GiB" in line or "unknown memory" in line
     assert "Python 3." in line
+
+
+# -- the real document -------------------------------------------------------------------------
+
+SECTION = re.compile(r"<!-- bench:([a-z0-9_-]+) -->\n(.*?)\n<!-- /bench:\1 -->", re.S)
+STAMP = re.compile(r"^_Measured \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC at commit `[0-9a-f]{7,}(-dirty)?` on .+\._$")
+
+
+def test_every_section_of_the_benchmarks_document_is_closed_and_stamped() -> None:
+    text = report.DOC.read_text()
+    sections = SECTION.findall(text)
+    assert sections, "docs/benchmarks.md has no bench sections"
+    names = [name for name, _ in sections]
+    assert len(names) == len(set(names)), "a section appears twice"
+    opening, closing = re.findall(r"^<!-- bench:", text, re.M), re.findall(r"^<!-- /bench:", text, re.M)
+    assert len(opening) == len(closing) == len(names), "an unclosed or stray marker"
+    for name, body in sections:
+        first = body.splitlines()[0]
+        assert STAMP.match(first), f"section {name!r} does not start with a stamp: {first!r}"
+        assert "|---" in body, f"section {name!r} has no table"
+
+
+def test_every_bench_that_publishes_has_its_section() -> None:
+    """A bench's --publish names a section the document already has (a typo would append a stray one)."""
+    names = {name for name, _ in SECTION.findall(report.DOC.read_text())}
+    published: list[tuple[str, str]] = []
+    for source in sorted((report.ROOT / "bench").glob("*.py")):
+        text = source.read_text()
+        published += [(source.name, n) for n in re.findall(r'publish\(\s*"([a-z0-9_-]+)"', text)]
+        published += [(source.name, f"{p}-*") for p in re.findall(r'publish\(\s*f"([a-z0-9_]+)-\{', text)]
+    assert len({file for file, _ in published}) >= 13, published
+    for file, name in published:
+        if name.endswith("-*"):
+            assert any(n.startswith(name[:-1]) for n in names), f"{file} publishes {name}: no such section"
+        else:
+            assert name in names, f"{file} publishes {name!r}: no such section in docs/benchmarks.md"
