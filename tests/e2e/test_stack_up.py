@@ -300,6 +300,16 @@ async def test_readme_quick_start_as_written(tmp_path: Path) -> None:
         assert scope["answer"].decision.value in ("ADD", "NOOP")
         assert scope["hits"].results, "the README's Python search found nothing"
 
+        # The client section's example, called as a backend would: a conversation turn with its provenance.
+        example = _fenced("The Python client", "python").replace("http://127.0.0.1:8080", s.base_url)
+        client_scope: dict[str, Any] = {}
+        exec(compile(example, "README.md", "exec"), client_scope)
+        turn = "Alice said the harbour walk starts at the old lighthouse"
+        await client_scope["remember_turn"](agent_token, turn, "D1", "D1:4", "Alice")
+        async with MemwardenClient(s.base_url, agent_token) as mw:
+            found = await mw.search("where does the harbour walk start?", k=3)
+        assert [h.content for h in found.results][:1] == [turn], found
+
         # The README's other claims: docs at /docs, and 413 naming `content` past 4,096 characters.
         async with httpx.AsyncClient(base_url=s.base_url) as http:
             assert (await http.get("/docs")).status_code == 200
