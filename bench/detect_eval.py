@@ -9,8 +9,8 @@ Sets (all synthetic, written for this project; no third-party corpus, so no lice
   recorded in the report below); `holdout4` was written last and never tuned on: it is the honest
   estimate of how the detector does on phrasings nobody anticipated.
 - secrets_labelled.jsonl: a secret or credential (1) vs ordinary text, ids and hashes (0).
-- pii_labelled.jsonl: PII per ARCHITECTURE.md (1, with expected categories) vs cities, employers,
-  preferences and number-like non-PII (0).
+- pii_labelled.jsonl: PII as docs/decisions/pii-redact-or-reject.md defines it (1, with expected
+  categories) vs cities, employers, preferences and number-like non-PII (0).
   Both have a `dev` split (written with the detectors) and a `holdout` split written later and measured
   once (first-look numbers below), then used to close the format gaps it exposed.
 """

@@ -1,8 +1,8 @@
 """Concurrent HTTP writers in a process of their own: the load side of `bench/remember_bench.py`.
 
 Why a separate process: agent backends call the API from elsewhere. Run inside the server's own process,
-the benchmark's HTTP clients (httpx, their event loop, the JSON) took the GIL from the server they were
-measuring. Here they share only the machine's two cores, as a load generator on the same box does.
+the benchmark's HTTP clients (httpx, their event loop, the JSON) would take the GIL from the server they
+measure. Here they share only the machine's cores, as a load generator on the same box does.
 
 Protocol (stdin/stdout, one JSON line each): the parent sends the job (base URL, per-client headers and
 names, writes per client, seed); this process builds its clients, prints `{"ready": true}`, waits for one

@@ -112,7 +112,7 @@ def recall(ranked: list[str], evidence: set[str], k: int) -> float:
 
 
 TUNE_CONVERSATIONS = frozenset(range(5))
-"""Conversations 0-4: where the ranking's conversation-context weights were chosen (README)."""
+"""Conversations 0-4: where the ranking's conversation-context weights were chosen (docs/decisions)."""
 
 
 class Scores:

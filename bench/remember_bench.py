@@ -16,8 +16,8 @@ child, the worker over SQLite + Qdrant Edge, the API under uvicorn):
 - writes/s with `--clients` concurrent HTTP clients, each writing `--per-client` memories for its own person,
   beside the floor's own rate with the same concurrency, and the CPU each costs (this process, the dev
   server and the writers' process), the figure that other work on the machine hardly moves. The writers
-  run in a process of their own (bench/load_clients.py), as agent backends do: inside this one they took
-  the GIL from the server they measured (`--in-process-clients` runs them here, as the bench once did).
+  run in a process of their own (bench/load_clients.py), as agent backends do: inside this one they take
+  the GIL from the server they measure (`--in-process-clients` runs them here, to see that effect).
 Every text is synthetic.
 """
 
@@ -70,9 +70,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             client = await connect(api.settings)
             floor_queue = f"floor-{uuid.uuid4().hex[:6]}"
             async with (
-                # Sandboxed like RememberWorkflow (an unsandboxed floor measured ~3 ms cheaper at p50 than a real
-                # workflow can be), its module passed through as workflows/ is (re-imported on every run it was
-                # slower than fair), same client, so the same codec, data converter and interceptors.
+                # Sandboxed like RememberWorkflow (an unsandboxed floor is cheaper than any real workflow can be),
+                # its module passed through as workflows/ is (re-imported on every run it would be slower than
+                # fair), same client, so the same codec, data converter and interceptors.
                 Worker(
                     client,
                     task_queue=floor_queue,
@@ -240,7 +240,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--in-process-clients",
         action="store_true",
-        help="run the concurrent writers in this process (they then share the server's GIL), as before",
+        help="run the concurrent writers in this process (they then share the server's GIL)",
     )
     arguments = parser.parse_args()
     measured = event_loop.run(main(arguments))

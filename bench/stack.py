@@ -127,8 +127,8 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def python_speed_ms(n: int = 2_000_000, rounds: int = 5) -> float:
     """The best of `rounds` timings of a fixed pure-Python loop, in ms: how fast this machine runs Python
-    right now. Machines of one kind differ (one session's box ran the same Temporal floor at twice the CPU
-    of another's), so absolute rates are compared across runs only beside this figure."""
+    right now. Machines of one kind differ (up to twice the CPU for the same Temporal floor), so absolute
+    rates are compared across runs only beside this figure."""
     best = float("inf")
     for _ in range(rounds):
         start = time.perf_counter()
@@ -196,5 +196,5 @@ def per_op_ms(before: Counter[str], after: Counter[str], ops: int) -> dict[str, 
 
 
 def rounded(ms: dict[str, float]) -> dict[str, float]:
-    """The per-part figures as reported; totals are summed from the unrounded parts, as before the split."""
+    """The per-part figures as reported; totals are summed from the unrounded parts, so they add up."""
     return {part: round(value, 1) for part, value in ms.items()}

@@ -93,8 +93,8 @@ class Settings(BaseSettings):
         default=5.0,
         gt=0,
         le=300,
-        description="Qdrant Edge group flush: upserts reach disk within this (each flush holds the GIL ~0.1 s; "
-        "a crash loses at most this much of the index, and worker start re-indexes it from the store).",
+        description="Qdrant Edge group flush: upserts reach disk within this (a flush holds the GIL for its "
+        "fsyncs; a crash loses at most this much of the index, and worker start re-indexes it from the store).",
     )
     cache_backend: CacheBackend | None = Field(default=None, description="memory (embedded) or redis (production).")
     redis_url: str = Field(default="redis://127.0.0.1:6379/0", description="Redis URL for the redis cache backend.")
@@ -299,7 +299,7 @@ class Settings(BaseSettings):
     )
 
     def ranking(self) -> RankingParams:
-        """Retrieve's ranking knobs (memwarden.policy.ranking); defaults tuned on LoCoMo (README)."""
+        """Retrieve's ranking knobs (memwarden.policy.ranking); defaults tuned on LoCoMo (docs/benchmarks.md)."""
         return RankingParams(
             dense_weight=self.rank_dense_weight,
             sparse_weight=self.rank_sparse_weight,

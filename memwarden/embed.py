@@ -113,7 +113,7 @@ _default_lock = threading.Lock()
 
 
 def default_embedder() -> MiniLMEmbedder:
-    """The process-wide default model, loaded once (loading costs ~100 ms and ~30 MB)."""
+    """The process-wide default model, loaded once: a session per process, not per caller."""
     global _default
     if _default is None:
         with _default_lock:

@@ -66,7 +66,7 @@ def _chunks(ids: Sequence[str]) -> list[list[str]]:
 class _Vacuum:
     """Single-flight vacuum: a caller needs *a vacuum that started after its delete*, not one of its own.
 
-    Concurrent deletions then share one vacuum (it rebuilds whole segments: ~1 s of CPU at 10k points).
+    Concurrent deletions then share one vacuum (it rebuilds whole segments, so one run is costly).
     """
 
     def __init__(self, index: VectorIndex) -> None:

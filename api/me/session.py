@@ -3,7 +3,8 @@
 Embedded profile: the person pastes a bearer token (`memwarden token --role user ...`) once; it is
 verified and kept in an HttpOnly, SameSite=Strict cookie scoped to `/me`, so page scripts never see
 it and other sites' pages cannot send it. Behind an OIDC proxy, the proxy injects
-`Authorization: Bearer <memwarden token>` instead and the page reads that (README, "The person's page").
+`Authorization: Bearer <memwarden token>` instead and the page reads that
+(docs/decisions/me-page-behind-a-proxy.md).
 
 CSRF: every state-changing form carries `HMAC(k, "session" | sha256(credential))`, where `k` is derived
 from the service's secret and the credential is the session's token: an attacker can neither read the

@@ -1,8 +1,8 @@
 """`python -m memwarden.stores.edge_vacuum <shard dir> <dim>`: vacuum a closed Qdrant Edge shard.
 
-Why a separate process: `EdgeShard.optimize()` holds the GIL for its whole run (about a second at
-10k points, measured), which would freeze every other task of the worker (workflow tasks trip
-Temporal's 2 s deadlock detector) and, in the embedded profile, the API too. `EdgeIndex.vacuum`
+Why a separate process: `EdgeShard.optimize()` rebuilds every segment holding a deleted point and
+holds the GIL for its whole run, long enough to freeze every other task of the worker (workflow tasks
+would trip Temporal's 2 s deadlock detector) and, in the embedded profile, the API too. `EdgeIndex.vacuum`
 closes its shard, runs this, and reopens it.
 """
 

@@ -1,7 +1,7 @@
 """Subject handles: a person's ids wait in the store while a workflow runs, its history holds a handle.
 
 Why: workflow history is a copy kept for the namespace's retention, and erasing a person must leave
-nothing of theirs readable in it (ARCHITECTURE.md, "Temporal history holds no readable memory").
+nothing of theirs readable in it (docs/decisions/subject-handles.md).
 RememberWorkflow and RetrieveWorkflow need to know whose memories they act on; their inputs carry
 `subject_ref`, a claim check named `subject-<subject_hash>-<nonce>`, and the activities resolve it.
 Erasing the owner deletes every handle under their hash (`ForgetStore._drop_subject_refs`), so a

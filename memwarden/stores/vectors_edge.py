@@ -3,7 +3,7 @@
 Only the worker opens the shard (one process). Edge calls are synchronous and run in worker
 threads; writes, open, close, flush and vacuum are serialised by one lock. The shard runs without a
 write-ahead log (a WAL would keep a copy of a forgotten memory's vectors after it was deleted and
-vacuumed), so durability is a flush, and a flush costs 100-150 ms here (its fsyncs hold the GIL):
+vacuumed), so durability is a flush, and a flush is a burst of fsyncs during which Edge holds the GIL:
 - deletions are flushed before they return (a purge that is verified must be on disk);
 - upserts and status changes are visible to queries at once and flushed together within
   `flush_delay` (group flush; the service passes `edge_flush_delay_seconds`, 5 s), and the time each
@@ -115,7 +115,7 @@ FLUSHED_AT_FILE = "memwarden_flushed_at"
 
 
 def _memory_id(point_id: object) -> str:
-    """Edge answers ids as `uuid.UUID` already: re-parsing 200 of them per search cost ~0.3 ms."""
+    """Edge answers ids as `uuid.UUID` already; only other forms are parsed (a search maps hundreds)."""
     return str(point_id) if isinstance(point_id, uuid.UUID) else str(uuid.UUID(str(point_id)))
 
 
@@ -188,7 +188,7 @@ class EdgeIndex:
                 shard.update(UpdateOperation.create_field_index(field, schema))
         shard.flush()
         marker = self._path / FLUSHED_AT_FILE
-        if not marker.exists():  # a new shard, or one from before group flushes (every write was flushed)
+        if not marker.exists():  # no flush recorded: every write so far was just flushed above
             marker.write_text(datetime.now(UTC).isoformat())
         return shard
 
