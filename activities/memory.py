@@ -1,14 +1,13 @@
-"""Activities for Remember and Retrieve: thin, idempotent wrappers over the stores.
+"""Activities for Retrieve and the index's health: thin wrappers over the stores.
 
-Each may run twice (a retry after a crash between the write and the completion): the memory id is
-fixed by the caller, inserts return the existing row, index upserts overwrite the same point.
+Remember's write gate lives in `activities.remember`; nothing here stores a memory.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from temporalio import activity
 
@@ -17,23 +16,15 @@ from activities.revalidate import Revalidator
 from memwarden.policy import ranking
 from memwarden.records import (
     Consequence,
-    Decision,
     Hit,
-    MemoryRecord,
     ReadFilter,
-    RememberInput,
-    RememberResult,
     RetrieveInput,
     RetrieveResult,
-    SourceKind,
     Status,
 )
-from memwarden.stores.audit import AuditEventIn
-from memwarden.stores.cache import invalidation_prefixes
 from memwarden.stores.sql import EligibleMeta
 from memwarden.stores.subjects import resolve_handle
-from memwarden.stores.vectors import index_point
-from workflows.names import COMMIT_MEMORY, INDEX_HEALTH, SEARCH_MEMORIES
+from workflows.names import INDEX_HEALTH, SEARCH_MEMORIES
 
 CANDIDATE_FACTOR = 4
 MIN_CANDIDATES = 100
@@ -54,7 +45,7 @@ class Gathered:
 
 
 class CandidateGone(Exception):
-    """The claim-checked content is missing and no record exists: nothing can be committed."""
+    """A claim check the search needs (the query, the subject handle) is missing."""
 
 
 class MemoryActivities:
@@ -68,66 +59,6 @@ class MemoryActivities:
 
     async def _embed(self, texts: list[str]) -> list[list[float]]:
         return await asyncio.to_thread(self.deps.embedder.embed, texts)
-
-    @activity.defn(name=COMMIT_MEMORY)
-    async def commit_memory(self, candidate: RememberInput) -> RememberResult:
-        """The pre-gate commit: only RememberWorkflow runs recorded before the gate schedule it (replay).
-
-        Durable store, then index, then cache invalidation; the claim check is dropped last.
-        """
-        store = self.deps.store
-        existing = await store.get_memory(candidate.tenant_id, candidate.memory_id)
-        if existing is None:
-            content = await store.get_candidate(candidate.candidate_ref)
-            if content is None:
-                raise CandidateGone(candidate.memory_id)
-            now = datetime.now(UTC)
-            expires = now + timedelta(seconds=candidate.ttl_seconds) if candidate.ttl_seconds else None
-            record = MemoryRecord(
-                id=candidate.memory_id,
-                tenant_id=candidate.tenant_id,
-                owner_id=candidate.owner_id,
-                scope=candidate.scope,
-                agent_id=candidate.agent_id,
-                store=candidate.store,
-                type=candidate.type,
-                slot=candidate.slot,
-                content=content,
-                content_hash=candidate.content_hash,
-                source_kind=candidate.source_kind,
-                source_ref=candidate.source_ref,
-                provenance=candidate.provenance,
-                reason=candidate.reason,
-                importance=candidate.importance if candidate.importance is not None else 0.5,
-                sensitivity=candidate.sensitivity,
-                status=Status.ACTIVE,
-                expires_at=expires,
-                valid_from=now,
-                last_confirmed_at=now if candidate.source_kind is SourceKind.USER else None,
-                created_at=now,
-                updated_at=now,
-            )
-            existing = await store.insert_memory(record, idempotency_key=candidate.idempotency_key)
-            await store.append_audit(
-                AuditEventIn(
-                    tenant_id=record.tenant_id,
-                    actor=candidate.actor,
-                    operation="create",
-                    memory_id=record.id,
-                    namespace=f"{record.scope.value}:{record.owner_id}",
-                    reason="accepted",
-                    policy_version=record.policy_version,
-                    workflow_id=activity.info().workflow_id,
-                    details={"content_hash": record.content_hash, "type": record.type.value},
-                )
-            )
-        if existing.content is not None and existing.status in (Status.ACTIVE, Status.STALE):
-            [dense] = await self._embed([existing.content])
-            await self.deps.index.upsert([index_point(existing, dense)])
-        for prefix in invalidation_prefixes(existing.tenant_id, existing.scope, existing.owner_id):
-            await self.deps.cache.delete_prefix(prefix)
-        await store.delete_candidate(candidate.candidate_ref)
-        return RememberResult(decision=Decision.ADD, reason="accepted", memory_id=existing.id)
 
     @activity.defn(name=SEARCH_MEMORIES)
     async def search_memories(self, request: RetrieveInput) -> RetrieveResult:
@@ -230,4 +161,4 @@ class MemoryActivities:
         return await self.deps.index.health()
 
     def all(self) -> list[object]:
-        return [self.commit_memory, self.search_memories, self.index_health]
+        return [self.search_memories, self.index_health]

@@ -1,9 +1,8 @@
-"""Remember's activities: screen a candidate, decide, then commit, stage, settle or record the decision.
+"""Remember's activities: screen, decide, then commit, stage or record a candidate; settle a staged one.
 
-All I/O of the write gate lives here; the decision itself is pure (`memwarden.policy.gate`): new runs
-call it inside `remember_candidate` (one local activity, one Temporal step) and the workflow records
-it; runs of the two-step path ("write-gate-v1") call it in the workflow between `screen_candidate` and
-`commit_gated` / `stage_memory` / `record_decision`, which stay registered for them.
+All I/O of the write gate lives here; the decision itself is pure (`memwarden.policy.gate`) and is
+made inside `remember_candidate` (one local activity, one Temporal step), whose result the workflow
+records. It is the only way a proposed candidate is stored; `settle_pending` finishes what it staged.
 
 Each activity is idempotent: the memory id is fixed by the API, the store's commit returns an
 already-committed row unchanged, index upserts overwrite, and audit events carry an id derived from
@@ -55,17 +54,9 @@ from memwarden.records import (
 )
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
-from memwarden.stores.forget import ForgetStore
 from memwarden.stores.subjects import resolve_handle
 from memwarden.stores.vectors import index_point
-from workflows.names import (
-    COMMIT_GATED,
-    RECORD_DECISION,
-    REMEMBER_CANDIDATE,
-    SCREEN_CANDIDATE,
-    SETTLE_PENDING,
-    STAGE_MEMORY,
-)
+from workflows.names import REMEMBER_CANDIDATE, SETTLE_PENDING
 
 LIVE = (Status.ACTIVE, Status.STALE)
 FORGOTTEN = (Status.TOMBSTONED, Status.PURGED)
@@ -227,37 +218,6 @@ class RememberActivities:
             if ci.candidate.subject_ref is None
             else ci.model_copy(update={"candidate": await self._hydrate(ci.candidate)})
         )
-
-    async def _content(self, c: RememberInput) -> str:
-        """The parked content; after a replayed commit it is gone, and the stored row speaks for it."""
-        content = await self.deps.store.get_candidate(c.candidate_ref)
-        if content is not None:
-            return content
-        existing = await self.deps.store.get_memory(c.tenant_id, c.memory_id)
-        if existing is None or existing.content is None:
-            raise candidate_gone(c.memory_id)
-        return existing.content
-
-    async def _quarantined(self, c: RememberInput) -> bool:
-        """Whether the source record the candidate cites was forgotten as poisoned (False without a source_ref)."""
-        ref = c.source_ref
-        if ref is None:
-            return False
-        return await ForgetStore(self.deps.store).is_quarantined(c.tenant_id, ref.system, ref.key)
-
-    @activity.defn(name=SCREEN_CANDIDATE)
-    async def screen_candidate(self, c: RememberInput, policy: GatePolicy) -> Screened:
-        """Detectors, the owner's switch, the nearest live memory and the slot's holder: codes and ids out.
-
-        The first half of the two-step path ("write-gate-v1" runs); new runs use `remember_candidate`.
-        """
-        c = await self._hydrate(c)
-        store = self.deps.store
-        enabled, quarantined, content = await asyncio.gather(
-            store.get_settings(c.tenant_id, c.owner_id), self._quarantined(c), self._content(c)
-        )
-        screened, _ = await self._screen(c, policy, content, enabled=enabled, quarantined=quarantined)
-        return screened
 
     async def _screen(
         self,
@@ -530,50 +490,6 @@ class RememberActivities:
         decision, reason = outcome(live)
         return RememberResult(decision=decision, reason=reason, memory_id=live.id, supersedes=live.supersedes)
 
-    @activity.defn(name=COMMIT_GATED)
-    async def commit_gated(self, ci: CommitInput) -> RememberResult:
-        """Commit an accepted candidate; safe to repeat (the second run finds the committed row)."""
-        ci = await self._hydrate_commit(ci)
-        c = ci.candidate
-        existing, content = await asyncio.gather(
-            self.deps.store.get_memory(c.tenant_id, c.memory_id), self.deps.store.get_candidate(c.candidate_ref)
-        )
-        if existing is not None and existing.status not in (Status.PENDING, *LIVE):
-            # Committed before, and since superseded, expired or forgotten: the commit happened; a retry
-            # must not bring it back into the index (nor fail 40 times on it).
-            await self.deps.store.delete_candidate(c.candidate_ref)
-            decision = Decision.UPDATE if existing.supersedes else Decision.ADD
-            return RememberResult(
-                decision=decision, reason=ci.reason, memory_id=existing.id, supersedes=existing.supersedes
-            )
-        if existing is not None and existing.status is not Status.PENDING:
-            record = existing
-        else:
-            if content is None:
-                raise candidate_gone(c.memory_id)
-            record = self._record(ci, content, Status.ACTIVE, datetime.now(UTC))
-        return await self._go_live(ci, record)
-
-    @activity.defn(name=STAGE_MEMORY)
-    async def stage_memory(self, ci: CommitInput) -> RememberResult:
-        """Park a write awaiting confirmation as a `pending` row: stored, never indexed, never retrievable."""
-        ci = await self._hydrate_commit(ci)
-        c = ci.candidate
-        store = self.deps.store
-        existing = await store.get_memory(c.tenant_id, c.memory_id)
-        if existing is None:
-            content = await store.get_candidate(c.candidate_ref)
-            if content is None:
-                raise candidate_gone(c.memory_id)
-            existing = await store.insert_memory(
-                self._record(ci, content, Status.PENDING, datetime.now(UTC)), idempotency_key=c.idempotency_key
-            )
-        await self._audit(
-            c, "stage", ci.reason, c.memory_id, hash_after=existing.content_hash, decision=Decision.PENDING.value
-        )
-        await store.delete_candidate(c.candidate_ref)
-        return RememberResult(decision=Decision.PENDING, reason=ci.reason, memory_id=c.memory_id)
-
     @activity.defn(name=SETTLE_PENDING)
     async def settle_pending(self, ci: CommitInput, request: SettleRequest) -> RememberResult:
         """Confirmed: the pending row goes live (superseding the slot). Declined or timed out: rejected."""
@@ -611,21 +527,5 @@ class RememberActivities:
             await self._audit(c, "reject", reason, c.memory_id, actor=request.actor, decision=Decision.REJECT.value)
         return RememberResult(decision=Decision.REJECT, reason=reason, memory_id=c.memory_id)
 
-    @activity.defn(name=RECORD_DECISION)
-    async def record_decision(self, c: RememberInput, result: RememberResult) -> RememberResult:
-        """A rejection or a duplicate: audited by reason code, the parked content dropped, nothing stored."""
-        c = await self._hydrate(c)
-        operation = "deny" if result.decision is Decision.REJECT else "noop"
-        await self._audit(c, operation, result.reason, result.memory_id, decision=result.decision.value)
-        await self.deps.store.delete_candidate(c.candidate_ref)
-        return result
-
     def all(self) -> list[object]:
-        return [
-            self.remember_candidate,
-            self.screen_candidate,
-            self.commit_gated,
-            self.stage_memory,
-            self.settle_pending,
-            self.record_decision,
-        ]
+        return [self.remember_candidate, self.settle_pending]

@@ -373,11 +373,6 @@ class RememberInput(BaseModel):
     subject_ref: str | None = None
     """A subject handle (memwarden.stores.subjects) holding `owner_id` and `provenance.writer`, which are
     then empty here: history names nobody. None in histories recorded before the handle."""
-    branch: str | None = None
-    """Which version of RememberWorkflow this run follows, chosen by the starter and so recorded in the
-    start event (workflows.remember.ONE_STEP_BRANCH). A `workflow.patched` call costs every new run a
-    marker and a search-attribute upsert (~1.3 ms each, measured); None in runs started before the
-    field, which follow their patch markers instead."""
 
 
 class RememberResult(BaseModel):

@@ -37,7 +37,7 @@ from memwarden.records import (
 from memwarden.stores.subjects import handle_row, new_handle
 from memwarden.telemetry import CREATE_MEMORY
 from workflows.pending import PendingWriteWorkflow, pending_workflow_id
-from workflows.remember import ONE_STEP_BRANCH, RememberWorkflow
+from workflows.remember import RememberWorkflow
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
@@ -197,7 +197,6 @@ def _sealed_write(
             "actor": state.pseudonyms.actor(request.tenant_id, request.actor),
             "provenance": request.provenance.model_copy(update={"writer": None, "speaker": None}),
             "subject_ref": handle,
-            "branch": ONE_STEP_BRANCH,
         }
     )
     return sealed, rows, ids

@@ -81,7 +81,6 @@ from workflows import (
     SummarizeWorkflow,
 )
 from workflows.pending import pending_workflow_id
-from workflows.remember import GATE_PATCH, ONE_STEP_BRANCH, ONE_STEP_PATCH
 from workflows.retrieve import READ_REVALIDATION_PATCH
 from workflows.revalidate import (
     SOURCE_EVENT_SIGNAL,
@@ -92,11 +91,6 @@ from workflows.revalidate import (
 )
 
 HISTORIES_DIR = Path(__file__).resolve().parent / "histories"
-LEGACY_DIR = HISTORIES_DIR / "legacy"
-"""Histories recorded by earlier versions of a workflow, never re-recorded: production may still hold
-runs like them, so today's code must replay them too (RememberWorkflow before the write gate,
-`RememberWorkflow-v1_*`: the two-step gate, before "remember-one-step", and `RememberWorkflow-v2_*`: the
-one step behind its patch markers, before `RememberInput.branch`)."""
 
 _KEY_SEED = b"memwarden: public codec key for recorded test histories"
 TEST_CODEC_KEY = base64.b64encode(hashlib.sha256(_KEY_SEED).digest()).decode()
@@ -164,7 +158,6 @@ def remember_input(
         sensitivity=Sensitivity.LOW,
         ttl_seconds=None,
         actor=actor,
-        branch=ONE_STEP_BRANCH,
     )
 
 
@@ -215,7 +208,7 @@ LOCAL_ACTIVITY_MARKER_KEYS = frozenset(
 _MARKER_METADATA_PATH = re.compile(r"/markerRecordedEventAttributes/details/data/payloads\[\d+\]$")
 _PATCH_MARKER_PATH = re.compile(r"/markerRecordedEventAttributes/details/patch-data/payloads\[\d+\]$")
 _CHANGE_VERSION_PATH = re.compile(r"/searchAttributes/indexedFields/TemporalChangeVersion$")
-KNOWN_PATCHES = frozenset({GATE_PATCH, ONE_STEP_PATCH, READ_REVALIDATION_PATCH})
+KNOWN_PATCHES = frozenset({READ_REVALIDATION_PATCH})
 """`workflow.patched` writes, unencoded, a marker `{"id": <patch>, "deprecated": bool}` and a search
 attribute listing the patch names: tolerated only for the patch names our workflows define."""
 
