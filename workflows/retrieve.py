@@ -24,9 +24,6 @@ with workflow.unsafe.imports_passed_through():
 
 SEARCH_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=100))
 
-READ_REVALIDATION_PATCH = "read-revalidation-v1"
-"""Runs recorded before read-time revalidation never had background checks; the patch marks those that do."""
-
 
 @workflow.defn(name="RetrieveWorkflow")
 class RetrieveWorkflow:
@@ -39,6 +36,6 @@ class RetrieveWorkflow:
             start_to_close_timeout=timedelta(seconds=10),
             retry_policy=SEARCH_RETRY,
         )
-        if result.background and workflow.patched(READ_REVALIDATION_PATCH):
+        if result.background:
             await asyncio.gather(*(start_background_revalidation(r) for r in result.background))
         return result

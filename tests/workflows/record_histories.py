@@ -81,7 +81,6 @@ from workflows import (
     SummarizeWorkflow,
 )
 from workflows.pending import pending_workflow_id
-from workflows.retrieve import READ_REVALIDATION_PATCH
 from workflows.revalidate import (
     SOURCE_EVENT_SIGNAL,
     InvalidateWorkflow,
@@ -208,9 +207,9 @@ LOCAL_ACTIVITY_MARKER_KEYS = frozenset(
 _MARKER_METADATA_PATH = re.compile(r"/markerRecordedEventAttributes/details/data/payloads\[\d+\]$")
 _PATCH_MARKER_PATH = re.compile(r"/markerRecordedEventAttributes/details/patch-data/payloads\[\d+\]$")
 _CHANGE_VERSION_PATH = re.compile(r"/searchAttributes/indexedFields/TemporalChangeVersion$")
-KNOWN_PATCHES = frozenset({READ_REVALIDATION_PATCH})
+KNOWN_PATCHES: frozenset[str] = frozenset()
 """`workflow.patched` writes, unencoded, a marker `{"id": <patch>, "deprecated": bool}` and a search
-attribute listing the patch names: tolerated only for the patch names our workflows define."""
+attribute listing the patch names: tolerated only for the patch ids our workflow code passes it."""
 
 
 def _sdk_metadata(path: str, value: object) -> bool:
