@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: up test install browser lint fmt bench record-histories config-doc clean
+.PHONY: up test install browser lint fmt bench record-histories workflow-fingerprints config-doc clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ fmt: $(STAMP)
 
 record-histories: $(STAMP)
 	$(BIN)/python -m tests.workflows.record_histories
+
+# Accept the long-lived workflows' determinism fingerprints (tests/workflows/fingerprints.json) after a
+# change guarded by workflow.patched, or one that cannot alter any run (docs/decisions/workflow-versioning.md).
+workflow-fingerprints: $(STAMP)
+	$(BIN)/python -m tests.workflows.fingerprints --write
 
 # Regenerate the configuration reference in deploy/README.md from memwarden/config.py (a test checks it).
 config-doc: $(STAMP)

@@ -5,8 +5,10 @@ worker (`worker.runtime`) over real embedded stores (SQLite file, Qdrant Edge, i
 and writes each history as JSON to `tests/workflows/histories/<WorkflowName>-<case>.json`.
 
 Why: `test_replay.py` replays these with the current workflow code; a change that would break
-running workflows (non-determinism) fails there instead of in production. Re-record only on a
-deliberate, versioned change of a workflow (old histories are what production still holds).
+running workflows (non-determinism) fails there instead of in production. Re-recording replaces only
+the files at the top of `histories/`: a change to a long-lived workflow is first guarded by
+`workflow.patched`, its old histories kept in a subdirectory, and its fingerprint accepted
+(`fingerprints.py`, docs/decisions/workflow-versioning.md).
 
 Payloads are sealed with `TEST_CODEC_KEY`, a fixed key published here, so the files decode the same
 in every test run; it protects nothing and must never be used outside tests. Every text is synthetic.
@@ -66,6 +68,7 @@ from memwarden.stores.forget import ForgetStore
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.summaries import park_summary_request
 from tests.source_server import SourceServer, sources_toml
+from tests.workflows.fingerprints import patch_ids
 from worker.codec import ENCODING
 from worker.devserver import DevServer, free_port
 from worker.runtime import build_worker, open_deps
@@ -207,7 +210,7 @@ LOCAL_ACTIVITY_MARKER_KEYS = frozenset(
 _MARKER_METADATA_PATH = re.compile(r"/markerRecordedEventAttributes/details/data/payloads\[\d+\]$")
 _PATCH_MARKER_PATH = re.compile(r"/markerRecordedEventAttributes/details/patch-data/payloads\[\d+\]$")
 _CHANGE_VERSION_PATH = re.compile(r"/searchAttributes/indexedFields/TemporalChangeVersion$")
-KNOWN_PATCHES: frozenset[str] = frozenset()
+KNOWN_PATCHES = patch_ids()
 """`workflow.patched` writes, unencoded, a marker `{"id": <patch>, "deprecated": bool}` and a search
 attribute listing the patch names: tolerated only for the patch ids our workflow code passes it."""
 
