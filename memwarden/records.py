@@ -372,7 +372,7 @@ class RememberInput(BaseModel):
     confirm_requested: bool = False
     subject_ref: str | None = None
     """A subject handle (memwarden.stores.subjects) holding `owner_id` and `provenance.writer`, which are
-    then empty here: history names nobody. None in histories recorded before the handle."""
+    then empty here: history names nobody. None when the starter carries the ids itself (tests)."""
 
 
 class RememberResult(BaseModel):
@@ -405,7 +405,7 @@ class ReadCheck(BaseModel):
 
 class RetrieveInput(BaseModel):
     """RetrieveWorkflow's input. The API passes the query by claim check (`query_ref`), so what a
-    person asked never enters history; `query` is for callers without a store (and old histories)."""
+    person asked never enters history; `query` is for callers without a store."""
 
     query: str = ""
     query_ref: str | None = None
@@ -415,7 +415,7 @@ class RetrieveInput(BaseModel):
     actor: str
     subject_ref: str | None = None
     """A subject handle holding the real `read_filter`; the one here then has no clauses (reads nothing
-    if the handle is gone). None in histories recorded before the handle."""
+    if the handle is gone). None when the read filter here is the real one (callers without a store)."""
 
 
 class RetrieveResult(BaseModel):
@@ -530,13 +530,11 @@ class SummarizeInput(BaseModel):
 
     `subject_ref` names a claim check (`memwarden.stores.summaries.park_summary_request`) holding the
     owner id and the requesting actor; erasing the owner deletes it, so history keeps nothing that
-    identifies them. `owner_id` and `actor` are read only from histories recorded before the handle.
+    identifies them.
     """
 
     tenant_id: str
-    subject_ref: str | None = None
-    owner_id: str | None = None
-    actor: str | None = None
+    subject_ref: str
 
 
 class SummarizeResult(BaseModel):

@@ -64,8 +64,6 @@ async def park_summary_request(
 
 async def claim_summary_request(store: SqlStore, request: SummarizeInput) -> tuple[str, str] | None:
     """(owner id, actor) of a request; None when its handle is gone (expired, or the owner was erased)."""
-    if request.subject_ref is None:  # histories from before the handle carried the ids themselves
-        return (request.owner_id, request.actor or "system:summarize") if request.owner_id else None
     body = await resolve_handle(store, request.subject_ref)
     return None if body is None else (str(body["owner_id"]), str(body["actor"]))
 
