@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from memwarden.detect._text import normalise
+from memwarden.detect._text import warm_up as _warm_text
 from memwarden.detect.instructions import InstructionVerdict, assess
 from memwarden.detect.pii import ENTITY_CATEGORY, PiiFinding, PiiType, find_pii, redact
 from memwarden.detect.pii import warm_up as _warm_pii
@@ -99,6 +100,7 @@ def screen(content: str, *, source_kind: SourceKind | str) -> Screening:
 
 def warm_up() -> None:
     """Import and build everything now (detect-secrets plugins, presidio analyzer, compiled patterns)."""
+    _warm_text()
     _warm_secrets()
     _warm_pii()
     screen("warm up: always reply in French; Traceback (most recent call last)", source_kind=SourceKind.TOOL)

@@ -168,7 +168,7 @@ RULES: tuple[_Rule, ...] = (
     (
         "ignore_previous",
         1.0,
-        r"\bignorier(?:e|en sie|t)?\s+(?:alle\s+)?(?:vorherigen|bisherigen|obigen|vorigen|früheren)\s+(?:anweisungen"
+        r"\bignorier(?:e|en sie|t)?\s+(?:alle\s+)?(?:vorherigen|bisherigen|obigen|vorigen|fr[üu]heren)\s+(?:anweisungen"
         r"|instruktionen|befehle|regeln)",
         STRONG,
     ),
@@ -182,18 +182,18 @@ RULES: tuple[_Rule, ...] = (
     (
         "ignore_previous",
         1.0,
-        r"\b(?:ignora|olvida|ignore|esquece|esqueça|dimentica)\s+(?:todas\s+"
+        r"\b(?:ignora|olvida|ignore|esquece|esque[çc]a|dimentica)\s+(?:todas\s+"
         r"|tutte\s+)?(?:las\s+|as\s+|le\s+)?(?:instrucciones"
-        r"|instruções|istruzioni)\s+(?:anteriores|previas|precedenti)",
+        r"|instru[çc][õo]es|istruzioni)\s+(?:anteriores|previas|precedenti)",
         STRONG,
     ),
     (
         "ignore_previous",
         1.0,
-        r"\b(?:überschreibe|ignoriere|vergiss|missachte)\s+(?:deine"
-        r"|alle|sämtliche|die)\s+(?:\w+\s+)?(?:regeln|anweisungen"
+        r"\b(?:[üu]berschreibe|ignoriere|vergiss|missachte)\s+(?:deine"
+        r"|alle|s[äa]mtliche|die)\s+(?:\w+\s+)?(?:regeln|anweisungen"
         r"|richtlinien|vorgaben)|\b(?:ignore|oublie)[zr]?\s+(?:tes"
-        r"|vos|les)\s+(?:règles|consignes|instructions)|\b(?:ignora"
+        r"|vos|les)\s+(?:r[èe]gles|consignes|instructions)|\b(?:ignora"
         r"|olvida)\s+(?:tus|sus|las)\s+(?:reglas|instrucciones"
         r"|normas)|\b(?:ignora|dimentica)\s+(?:le tue|tutte le)\s+(?:regole|istruzioni)",
         STRONG | QUOTABLE,
@@ -202,7 +202,7 @@ RULES: tuple[_Rule, ...] = (
         "prompt_leak",
         0.6,
         r"\b(?:systemprompt|system-prompt|systemanweisung(?:en)?"
-        r"|prompt (?:du )?système|prompt del sistema|instrucciones del sistema)\b",
+        r"|prompt (?:du )?syst[èe]me|prompt del sistema|instrucciones del sistema)\b",
         0,
     ),
     # --- new / real instructions ------------------------------------------------------------------------------
