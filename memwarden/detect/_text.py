@@ -25,6 +25,7 @@ patterns cannot backtrack, and one Python step per word that holds a non-ASCII c
 from __future__ import annotations
 
 import json
+import time
 import unicodedata
 from functools import lru_cache
 from importlib import resources
@@ -257,3 +258,40 @@ def warm_up() -> None:
     """Build the look-alike tables now (~0.1 s), not on the first candidate with a non-ASCII letter."""
     _tables()
     normalise("warm up: Іgnore ɪɴsᴛʀᴜᴄᴛɪᴏɴs")
+
+
+class DeadlineExceeded(Exception):
+    """A detector ran past the screening's time budget. Carries the detector's name only."""
+
+    def __init__(self, detector: str) -> None:
+        super().__init__(f"detector {detector} passed its deadline")
+        self.detector = detector
+
+
+class Deadline:
+    """A time budget shared by every detector of one screening, checked between and inside them.
+
+    `remaining()` is what a `regex` call may still take (its `timeout`), so a single match cannot
+    overrun the budget by more than the regex module's check interval; between steps, `check()` stops
+    the screening as soon as the budget is spent.
+    """
+
+    __slots__ = ("_at", "detector")
+
+    def __init__(self, seconds: float) -> None:
+        self._at = time.monotonic() + max(0.0, seconds)
+        self.detector = "screen"
+
+    def remaining(self) -> float:
+        """Seconds left; raises `DeadlineExceeded` (naming the running detector) once none are."""
+        left = self._at - time.monotonic()
+        if left <= 0.0:
+            raise DeadlineExceeded(self.detector)
+        return left
+
+    def check(self) -> None:
+        self.remaining()
+
+
+NO_DEADLINE_S = 3600.0
+"""Budget of a call made without one (benches, tests): large enough never to fire."""

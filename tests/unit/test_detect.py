@@ -500,7 +500,7 @@ BEHAVIOUR = [
     ("From now on use metric units.", True),
     ("Don't ever book Ryanair for me.", True),
     ("Every time I ask for a summary, use bullet points.", True),
-    ("I no longer eat meat.", True),
+    ("I no longer eat meat.", False),  # the person's own habit: a fact about them, not a direction
     ("Whenever I travel, book aisle seats.", True),
     ("By default, schedule meetings for 30 minutes.", True),
     ("My new address is 12 Elm Road, Leeds.", True),
