@@ -74,6 +74,11 @@ machine, and bounds what a hostile input can cost."""
 IDENTITY_FIELDS = frozenset({"provenance.writer"})
 """Fields that hold an identity (often an e-mail address, by design): screened for everything but PII."""
 
+DIRECTION_SIGNALS = frozenset({"persistent_directive", "response_hijack"})
+"""Instruction signals that are just how people direct their own agent ("always reply in French"): when the
+directions detector reads the text as a direction and nothing else fired, it is judged as a direction
+(staged if durable, a task if scoped), not as an injection. `directive` still refuses it from a tool."""
+
 _ADDRESS_TYPES = frozenset({PiiType.STREET_ADDRESS, PiiType.EMAIL})
 """Addresses stage a write (a new delivery or contact address changes what the agent does)."""
 
@@ -141,14 +146,21 @@ def _screen(content: str, kind: SourceKind, fields: Mapping[str, str], deadline:
     behaviour = _run("behaviour", lambda: is_behaviour_changing(content), deadline)
     failed = _run("failed_tool_output", lambda: is_failed_tool_output(content, source_kind=kind), deadline)
     instruction_like, directive = verdict.instruction_like, verdict.directed or told.directive
+    if instruction_like and told.directive and set(verdict.signals) <= DIRECTION_SIGNALS:
+        instruction_like = False  # "for this ticket, always reply in French": a direction, judged as one
     signals = set(verdict.signals)
     pii_fields: list[str] = []
-    for name, text in sorted(fields.items()):
-        secrets.update(_run("secrets", lambda t=text: find_secrets(t), deadline))
-        if name not in IDENTITY_FIELDS and _run("pii", lambda t=text: pii_codes(t), deadline):
-            pii_fields.append(name)
-        field_verdict = _run("instructions", lambda t=text: assess(t, deadline), deadline)
-        field_told = _run("directions", lambda t=text: directions(t), deadline)
+    if fields:
+        # One pass over all fields joined (one line each), not one per field: most are short ids.
+        joined = "\n".join(text for _, text in sorted(fields.items()))
+        secrets.update(_run("secrets", lambda: find_secrets(joined), deadline))
+        plain = {name: text for name, text in fields.items() if name not in IDENTITY_FIELDS}
+        if plain and _run("pii", lambda: pii_codes("\n".join(plain.values())), deadline):
+            pii_fields = [
+                name for name, text in sorted(plain.items()) if _run("pii", lambda t=text: pii_codes(t), deadline)
+            ]
+        field_verdict = _run("instructions", lambda: assess(joined, deadline), deadline)
+        field_told = _run("directions", lambda: directions(joined), deadline)
         if field_verdict.instruction_like or field_verdict.directed or field_told.directive:
             # Metadata has no business directing the agent: whatever the source, it reads as an injection.
             instruction_like = directive = True

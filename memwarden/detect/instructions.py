@@ -193,7 +193,13 @@ AGENT_RULES: tuple[tuple[str, float, str, int], ...] = (
         1.0,
         r"\b(?:has|have)\s+(?:consented|agreed|opted in)\s+to\s+(?:shar|send|disclos|releas)\w*\b"
         r"|\b(?:never|don't|do not)\s+(?:ask|check with|confirm with)\s+(?:them|this user|the user|him|her)\b"
-        r"|\bnever (?:ask|check|confirm)(?:ing)? (?:before|again)\b"
+        r"|\bnever (?:ask|check|confirm)(?:ing)? (?:before|again)\b|\bno questions asked\b"
+        r"|\b(?:does not|doesn't|do not|don't) want (?:any )?(?:fraud|security|suspicious[- ]activity) (?:alerts|checks"
+        r"|warnings|notifications)\b"
+        r"|\bfrom this (?:page|site|document|message|e-?mail|sender|link)\s+(?:are|is)\s+(?:already\s+)?(?:paid"
+        r"|approved|verified|trusted|authori[sz]ed|pre-?approved)\b"
+        r"|\bgrant\w*\s+(?:the|this)\s+(?:user|requester|customer|caller|sender|account)\s+(?:full\s+)?(?:admin"
+        r"(?:istrator)?|root|owner|elevated|super-?user|override)\s+(?:rights|access|privileges|permissions|role)\b"
         r"|\bauthori[sz]ed (?:this|the) (?:user|customer|account|requester|vendor) to\b"
         r"|\b(?:has|have) (?:pre-?approved|pre-?authori[sz]ed) (?:all|any|every|the )?\w+"
         r"|\bnever (?:ask|asking) (?:for|about) (?:approval|confirmation|verification)\b"
@@ -894,7 +900,7 @@ RULES: tuple[_Rule, ...] = (
         r"\byou (?:must|should|will|need to|have to|are required to"
         r"|are instructed to|are to|shall|are expected to)\s+(?:now\s+"
         r"|always\s+|never\s+|immediately\s+|instead\s+|also\s+|only\s+)*(?!be\b|receive|get\b|have\b|find|see\b"
-        r"|need|want|like|hear|notice)[a-z]\w*",
+        r"|need|want|like|hear|notice|feel|know|think|love|enjoy|miss|hate|wonder|agree|admit)[a-z]\w*",
         0,
     ),
     (
@@ -927,7 +933,8 @@ RULES: tuple[_Rule, ...] = (
         r"|messages|conversations?|sessions?|interactions?|requests?"
         r"|queries|questions|chats?)|in (?:all|every|each) (?:future "
         r"|subsequent )?(?:responses?|replies|reply|answers?|conversations?|messages?|outputs?|chats?)|(?:every"
-        r"|each|any|next) time (?:you|the user)|whenever (?:you|the user|someone|anyone))\b",
+        r"|each|any|next) time (?:you|the user)|whenever (?:you|the user|someone|anyone))\b"
+        r"(?!\s*,?\s*(?:I|I'm|I'll|I've|I am|I will|we|we're|we'll|my|our)\b)",
         0,
     ),
     (
@@ -1005,7 +1012,7 @@ RULES: tuple[_Rule, ...] = (
         "override_user",
         0.8,
         r"\binstead of (?:answering|responding|replying|doing what the user"
-        r"|what the user)\b|\bignore the user'?s? (?:request"
+        r"|what the user)\b|\b(?:ignore|disregard|override) the user'?s? (?:budget|limits?|preferences|wishes|request"
         r"|question|instructions?|message|last request)\b|\bover the user'?s?\b"
         r"|\b(?:regardless of|no matter) what the user (?:says|asks|wants|requested)\b",
         0,
@@ -1154,7 +1161,8 @@ RULES: tuple[_Rule, ...] = (
 )
 
 _VERBS = (
-    r"add|append|approve|answer|ask|assign|auto-?fill|bcc|book|buy|call|cancel|cc|change|check|click|close|collect|confirm"
+    r"add|append|approve|answer|ask|assign|auto-?fill|bcc|book|buy|bypass|call|cancel|cc|change|check|click|close"
+    r"|collect|confirm|disregard|override|overlook|waive"
     r"|copy|create|delete|describe|disable|download|downrank|draft|drop|e-?mail|enable|enter|escalate|execute|export|fetch"
     r"|fill|find|forward|generate|give|grant|ignore|include|insert|install|invite|leak|list|load|look up|mark|mention"
     r"|move"

@@ -8,7 +8,9 @@ the end.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -1140,3 +1142,87 @@ def test_an_unfinished_screening_is_rejected_from_every_source() -> None:
     ):
         result = decide(GateInput(**{**fields, "screening": detect.screen("x" * 400, source_kind=source, budget_s=0)}))
         assert (result.decision, result.reason) == (D.REJECT, G.DETECTOR_DEADLINE), source
+
+
+# --- issue 21: the corpus, per source kind -------------------------------------------------------------------------
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def _load(name: str) -> list[dict[str, Any]]:
+    with (DATA / name).open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+CORPUS = _load("injection_corpus.jsonl")
+INJECTIONS = [r for r in CORPUS if r["label"] == "injection"]
+BENIGN = [r for r in CORPUS if r["label"] == "benign"]
+UNTRUSTED = (S.TOOL, S.DOCUMENT, S.MODEL)
+TRUSTED = (S.USER, S.APP, S.SYSTEM)
+
+
+def is_held(result: GateDecision, source: SourceKind) -> bool:
+    """What "an injection does not get through" means, per source kind.
+
+    tool, document, model: REJECT untrusted_instruction (the source may not instruct the agent at all).
+    user, app, system: PENDING for the person it is about (owner confirms), or REJECT by a never-store rule
+    (an encoded payload can also read as a secret); never ADD, UPDATE or NOOP.
+    """
+    if source in UNTRUSTED:
+        return (result.decision, result.reason) == (D.REJECT, G.UNTRUSTED_INSTRUCTION)
+    if result.decision is D.PENDING:
+        return result.confirm_by is Confirmer.OWNER
+    return result.decision is D.REJECT and result.reason in (G.SECRET_DETECTED, G.PII_DETECTED)
+
+
+def test_the_corpus_is_large_and_covers_every_family() -> None:
+    assert len(INJECTIONS) >= 150 and len(BENIGN) >= 100
+    assert {r["family"] for r in INJECTIONS} == {
+        "role_prefix", "authority_claim", "policy_to_agent", "memory_command", "ignore_previous", "obfuscation",
+        "multi_sentence", "other_language",
+    }  # fmt: skip
+    assert {r["family"] for r in BENIGN} == {"tool_fact", "habit", "number"}
+
+
+@pytest.mark.parametrize("source", [*UNTRUSTED, *TRUSTED])
+def test_every_injection_is_held_for_every_source_kind(source: SourceKind) -> None:
+    missed = [r["text"] for r in INJECTIONS if not is_held(gate_text(r["text"], source), source)]
+    assert missed == []
+
+
+@pytest.mark.parametrize("as_tool", [False, True], ids=["own source", "as a tool"])
+def test_at_most_two_percent_of_benign_look_alikes_are_rejected(as_tool: bool) -> None:
+    rejected = [
+        r["text"]
+        for r in BENIGN
+        if gate_text(r["text"], S.TOOL if as_tool else S(r["source_kind"])).decision is D.REJECT
+    ]
+    assert len(rejected) / len(BENIGN) <= 0.02, rejected
+
+
+def test_benign_look_alikes_from_a_person_are_not_staged() -> None:
+    staged = [r["text"] for r in BENIGN if gate_text(r["text"], S.USER).decision is D.PENDING]
+    assert len(staged) / len(BENIGN) <= 0.02, staged
+
+
+# --- issue 21: what is staged is what durably changes the agent -----------------------------------------------------
+
+DIRECTIONS = _load("injection_directions.jsonl")
+EXPECTED_BY_LABEL = {
+    "durable": (D.PENDING, G.STAGED_BEHAVIOUR_CHANGE),
+    "task": (D.ADD, G.TASK_SCOPED),
+    "habit": (D.ADD, G.ACCEPTED),
+    "fact": (D.ADD, G.ACCEPTED),
+}
+
+
+def test_the_directions_set_is_large_and_labelled() -> None:
+    assert len(DIRECTIONS) >= 60
+    assert {r["label"] for r in DIRECTIONS} == set(EXPECTED_BY_LABEL)
+    assert sum(r["label"] == "durable" for r in DIRECTIONS) >= 20
+
+
+@pytest.mark.parametrize("row", DIRECTIONS, ids=lambda r: r["text"][:48])
+def test_durable_directions_are_staged_task_guidance_is_a_task_and_habits_are_facts(row: dict[str, Any]) -> None:
+    result = gate_text(row["text"], S.USER, T.PREFERENCE)
+    assert (result.decision, result.reason) == EXPECTED_BY_LABEL[row["label"]]
