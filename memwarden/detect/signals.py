@@ -118,6 +118,7 @@ _ROLE_WORDS = frozenset(
     "note reminder tip important update rule policy todo task system assistant developer ai bot model agent user "
     "human instruction instructions ps fyi warning notice memo directive prompt re subject".split()
 )
+_LABEL = re.compile(r"^\s*[\w' -]{1,40}:\s+")
 _ADDRESSES_AGENT = re.compile(r"\b(?:assistant|AI|bot|agent|model|chat ?gpt|claude)\b", re.IGNORECASE)
 _ADDRESS = re.compile(
     r"\b(?:my|our|his|her|their|the|new|shipping|delivery|billing|home|mailing|work|postal|e-?mail|office) address\b",
@@ -138,7 +139,15 @@ class Directions:
 
 
 def _clause_direction(clause: str, *, reported: bool) -> tuple[bool, bool]:
-    """(is a direction, is scoped to a task) for one clause."""
+    """(is a direction, is scoped to a task) for one clause; a leading label ("note:", "new rule:") is read past."""
+    direction, scoped = _one_clause(clause, reported=reported)
+    label = _LABEL.match(clause)
+    if not direction and label and not reported:
+        return _one_clause(clause[label.end() :], reported=reported)
+    return direction, scoped
+
+
+def _one_clause(clause: str, *, reported: bool) -> tuple[bool, bool]:
     text = _FILLER.sub("", clause.strip())
     scoped = _SCOPE.search(text) is not None and _DURABLE_MARK.search(text) is None
     question = text.rstrip().endswith("?")
