@@ -74,10 +74,11 @@ machine, and bounds what a hostile input can cost."""
 IDENTITY_FIELDS = frozenset({"provenance.writer"})
 """Fields that hold an identity (often an e-mail address, by design): screened for everything but PII."""
 
-DIRECTION_SIGNALS = frozenset({"persistent_directive", "response_hijack"})
-"""Instruction signals that are just how people direct their own agent ("always reply in French"): when the
-directions detector reads the text as a direction and nothing else fired, it is judged as a direction
-(staged if durable, a task if scoped), not as an injection. `directive` still refuses it from a tool."""
+DIRECTION_SIGNALS = frozenset({"persistent_directive", "response_hijack", "directive_to_ai"})
+"""Instruction signals that are just how people direct their own agent ("always reply in French", "you should
+always..."): when the directions detector reads the text as a direction and nothing else fired, it is judged
+as a direction (staged if durable, a task if scoped), not as an injection. `directive` still refuses it from
+a tool."""
 
 _ADDRESS_TYPES = frozenset({PiiType.STREET_ADDRESS, PiiType.EMAIL})
 """Addresses stage a write (a new delivery or contact address changes what the agent does)."""

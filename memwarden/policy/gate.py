@@ -521,6 +521,8 @@ def _same(neighbour: Neighbour, policy: GatePolicy) -> bool:
 def _staging(inp: GateInput, policy: GatePolicy, holder: Neighbour | None) -> list[GateReason]:
     """Step 7: every rule that makes this write wait for confirmation, most fundamental first."""
     reasons: list[GateReason] = []
+    if inp.screening.instruction_like:  # from a trusted source (untrusted ones were rejected at step 2)
+        reasons.append(GateReason.STAGED_INSTRUCTION)
     if inp.source_kind is SourceKind.MODEL:
         reasons.append(GateReason.STAGED_MODEL_INFERENCE)
     if (
@@ -531,8 +533,6 @@ def _staging(inp: GateInput, policy: GatePolicy, holder: Neighbour | None) -> li
         reasons.append(GateReason.STAGED_LOWER_TRUST_CONFLICT)
     if inp.screening.behaviour_changing or stored_type(inp) is MemoryType.PROCEDURAL:
         reasons.append(GateReason.STAGED_BEHAVIOUR_CHANGE)
-    if inp.screening.instruction_like:  # from a trusted source (untrusted ones were rejected at step 2)
-        reasons.append(GateReason.STAGED_INSTRUCTION)
     if stored_type(inp) is MemoryType.PREFERENCE and inp.source_kind in INFERRED_PREFERENCE_SOURCES:
         reasons.append(GateReason.STAGED_INFERRED_PREFERENCE)
     if (

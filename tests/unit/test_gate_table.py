@@ -575,12 +575,12 @@ ROWS: list[tuple[str, dict[str, Any], Lookup | None, GatePolicy | None, Decision
         G.STAGED_INSTRUCTION,
     ),
     (
-        "a durable direction that also reads as an injection is staged as a behaviour change first",
+        "injection-like text is staged as an instruction before it is a behaviour change",
         {**USER_PREF, "screening": INSTRUCTION_AND_BEHAVIOUR},
         None,
         None,
         D.PENDING,
-        G.STAGED_BEHAVIOUR_CHANGE,
+        G.STAGED_INSTRUCTION,
     ),
     (
         "model inference before staged instruction",
