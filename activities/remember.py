@@ -232,19 +232,22 @@ class RememberActivities:
         """Screening proper: detector codes, then (unless already rejected) the nearest live memory and the
         slot's holder. Returns what the gate decides on and the text that would be stored (redacted).
 
-        `prepared_vector`: the API of this process embedded the content as the request arrived; the
-        detectors then run inline (in a thread they only add a GIL hand-off)."""
+        `prepared_vector`: the API of this process embedded the content as the request arrived. The
+        detectors (over the content and every other free-text field) always run in a worker thread: a
+        hostile input must never hold the event loop the API shares."""
         store = self.deps.store
         raw_dense = prepared_vector
         if raw_dense is not None:
-            screening = detect.screen(content, source_kind=c.source_kind)
+            screening = await detect.screen_async(content, source_kind=c.source_kind, fields=detect.free_text_fields(c))
         else:
             # Embedding (onnxruntime, off the GIL) runs beside the detectors (Python), on the other core:
             # most candidates are embedded as they are. The vector of a candidate that is then rejected or
             # redacted is dropped unused: it is never compared, cached or stored.
             speculative = asyncio.ensure_future(self._embed([content]))
             try:
-                screening = await asyncio.to_thread(detect.screen, content, source_kind=c.source_kind)
+                screening = await detect.screen_async(
+                    content, source_kind=c.source_kind, fields=detect.free_text_fields(c)
+                )
             finally:
                 [raw_dense] = await speculative
         screened = Screened(screening=screening, memory_enabled=enabled, source_quarantined=quarantined)

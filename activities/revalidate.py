@@ -247,6 +247,8 @@ class Revalidator:
             codes.append("content_too_large")
             return codes
         screening = detect.screen(content, source_kind=SourceKind.SYSTEM)
+        if screening.deadline_exceeded:
+            codes.append("detector_deadline")
         if screening.secrets:
             codes.append("secret_detected")
         if screening.pii:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-POLICY_VERSION = "2026-11-30.1"
+POLICY_VERSION = "2026-12-02.1"
 """Stamped on every record and audit event so a decision can be traced to the rules that made it."""
 
 
@@ -445,6 +445,15 @@ class Screening(BaseModel):
     instruction_signals: list[str] = Field(default_factory=list)
     behaviour_changing: bool = False
     failed_tool_output: bool = False
+    directive: bool = False
+    """Some free text addresses the agent: a direction, a rule or policy for it, a claim of authority or
+    permission, a role prefix, a command to remember. A source that may not instruct the agent is refused."""
+    task_scoped: bool = False
+    """Every direction in the candidate is scoped to the task at hand: it is kept as a `task` memory."""
+    pii_fields: list[str] = Field(default_factory=list)
+    """Free-text fields other than the content that hold PII (only content can be redacted)."""
+    deadline_exceeded: bool = False
+    """A detector ran past the screening's time budget: nothing here can be relied on (fail closed)."""
 
 
 class CommitInput(BaseModel):

@@ -33,11 +33,22 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from memwarden.detect._text import count_invisible, normalise, smuggled_tags
+import regex as re
+
+from memwarden.detect._text import (
+    NO_DEADLINE_S,
+    Deadline,
+    DeadlineExceeded,
+    count_invisible,
+    has_invisible,
+    normalise,
+    normalise_spaced,
+    smuggled_tags,
+    strip_invisible,
+)
 
 THRESHOLD = 1.0
 """Sum of signal weights at which text is instruction-like."""
@@ -97,6 +108,244 @@ _Rule = tuple[str, float, str, int]
 bit 2 = quotable (downweighted inside quotes), bit 4 = self-correction check."""
 
 STRONG, QUOTABLE, SELFCHECK = 1, 2, 4
+
+# --- what an untrusted source must never get written: claims and rules aimed at the agent ---------------------
+_PRINCIPAL = (
+    r"(?:the|this|that|our)\s+(?:user|customer|client|requester|account(?: holder| owner)?|sender|caller|member|person"
+    r"|vendor|supplier|payee)|user|requests? from (?:this|the) (?:user|customer|account|vendor)|(?:vendor|supplier"
+    r"|account|payee|merchant) #?\d+"
+)
+_ROLE = (
+    r"(?:an?\s+|the\s+)?(?:verified\s+|trusted\s+|registered\s+|system\s+|global\s+|company\s+)?(?:admin(?:istrator)?"
+    r"|super-?admin|super-?user|sysadmin|root(?: user)?|moderator|owner of (?:this|the) (?:account|workspace|tenant))"
+)
+_CHECKS = (
+    r"(?:verification|approval|approvals|review|reviews|authori[sz]ation|confirmation|confirmations|authentication"
+    r"|sign-?off|2fa|two-factor(?: authentication| confirmation)?|identity (?:checks?|verification)|fraud (?:checks?"
+    r"|alerts?)|manager (?:checks?|approval|sign-?off|review)|security (?:checks?|questions)|checks?|receipts?"
+    r"|a receipt|limits?|spending limits?|questions asked)"
+)
+_AGENT = r"(?:AI|A\.I\.|LLM|assistant|agent|bot|chat ?bot|model|language model|AI (?:agent|assistant|model|system))s?"
+
+AGENT_RULES: tuple[tuple[str, float, str, int], ...] = (
+    # claims of authority or permission about the person (or party) the agent serves
+    (
+        "authority_claim",
+        1.0,
+        rf"\b(?:{_PRINCIPAL})\s+(?:is|was|has been|is now|are)\s+(?:now\s+|also\s+|actually\s+)?{_ROLE}\b",
+        STRONG,
+    ),
+    (
+        "authority_claim",
+        1.0,
+        rf"\b(?:{_PRINCIPAL})\s+(?:has|holds|was granted|has been granted|now has)\s+(?:full\s+)?(?:admin"
+        rf"(?:istrator)?|root|owner|super-?user|elevated|override|manager)\s+(?:rights|access|privileges|permissions"
+        rf"|status|role)\b",
+        STRONG,
+    ),
+    (
+        "permission_claim",
+        1.0,
+        rf"\b(?:{_PRINCIPAL}|(?:this|the) (?:transfer|payment|refund|request|order|invoice)s?)\s+(?:is|are|has been"
+        rf"|have been|was|were)\s+(?:now\s+|already\s+|always\s+)?(?:pre-?approved|pre-?authori[sz]ed|whitelisted"
+        rf"|allow-?listed|exempt|authori[sz]ed|cleared|permitted|allowed|entitled|trusted|verified|(?:always"
+        rf"|automatically|auto-?)\s*approved|approved (?:by default|by policy|automatically))\b(?!\s+by (?:the )?"
+        rf"(?:bank|post office|courier)\b)",
+        STRONG,
+    ),
+    (
+        "permission_claim",
+        1.0,
+        r"\b(?:authori[sz]ed|cleared|permitted|allowed|entitled|approved)\s+(?:\w+\s+){0,2}?(?:for|to)\s+"
+        r"(?:do\s+|make\s+|perform\s+)?(?:manual\s+|all\s+|any\s+)?(?:overrides?|override|bypass|skip|waive"
+        r"|approve (?:their own"
+        r"|any|all|every)|see other|change other|access (?:any|all|other)|reset (?:any|other))\b",
+        STRONG,
+    ),
+    (
+        "permission_claim",
+        1.0,
+        rf"\b(?:needs?|requires?|need|require)\s+no\s+(?:further\s+|additional\s+|more\s+)?{_CHECKS}\b"
+        rf"|\b(?:do|does|will|should)\s*(?:not|n't)\s+(?:need|require)\s+(?:any\s+)?(?:a\s+)?{_CHECKS}\b"
+        rf"|\b{_CHECKS}\s+(?:is|are)\s+(?:not|no longer|never)\s+(?:required|needed|necessary)\b"
+        rf"|\bno\s+(?:need\s+(?:to|for)\s+(?:confirm|verify|check|review|approve|ask)|{_CHECKS}\s+(?:required|needed"
+        rf"|necessary))\b|\bcan be skipped\b|\bneeds? no further\b",
+        STRONG,
+    ),
+    (
+        "permission_claim",
+        1.0,
+        rf"\b(?:approve|approved|accept|pay|paid|process|processed|grant|ship|transfer|waive|refund|allow)\w*\s+"
+        rf"(?:[\w$#.,'-]+\s+){{0,8}}?(?:without|with no|skipping|bypassing|no)\s+(?:any\s+|a\s+|the\s+|further\s+)?"
+        rf"{_CHECKS}\b",
+        STRONG,
+    ),
+    (
+        "permission_claim",
+        1.0,
+        r"\b(?:bypass|skip|waive|override|disable|suspend|turn off|ignore)\w*\s+(?:the\s+|all\s+|any\s+|their\s+)?"
+        r"(?:\w+\s+)?(?:approval|verification|identity|fraud|security|spending|two-factor|2fa|confirmation|review"
+        r"|logging|audit|approval workflow|checks?|limits?)\b(?:\s+(?:step|process|checks?|workflow|limit|prompts?))?",
+        STRONG,
+    ),
+    (
+        "permission_claim",
+        1.0,
+        r"\b(?:has|have)\s+(?:consented|agreed|opted in)\s+to\s+(?:shar|send|disclos|releas)\w*\b"
+        r"|\b(?:never|don't|do not)\s+(?:ask|check with|confirm with)\s+(?:them|this user|the user|him|her)\b"
+        r"|\bnever (?:ask|check|confirm)(?:ing)? (?:before|again)\b|\bno questions asked\b"
+        r"|\b(?:does not|doesn't|do not|don't) want (?:any )?(?:fraud|security|suspicious[- ]activity) (?:alerts|checks"
+        r"|warnings|notifications)\b"
+        r"|\bfrom this (?:page|site|document|message|e-?mail|sender|link)\s+(?:are|is)\s+(?:already\s+)?(?:paid"
+        r"|approved|verified|trusted|authori[sz]ed|pre-?approved)\b"
+        r"|\bgrant\w*\s+(?:the|this)\s+(?:user|requester|customer|caller|sender|account)\s+(?:full\s+)?(?:admin"
+        r"(?:istrator)?|root|owner|elevated|super-?user|override)\s+(?:rights|access|privileges|permissions|role)\b"
+        r"|\bauthori[sz]ed (?:this|the) (?:user|customer|account|requester|vendor) to\b"
+        r"|\b(?:has|have) (?:pre-?approved|pre-?authori[sz]ed) (?:all|any|every|the )?\w+"
+        r"|\bnever (?:ask|asking) (?:for|about) (?:approval|confirmation|verification)\b"
+        r"|\b(?:never|do not|don't) (?:flag|lock|block|escalate|report)\s+(?:their|this user's|the user's|this)\b",
+        STRONG,
+    ),
+    # rules and policies addressed to the agent
+    (
+        "policy_to_agent",
+        1.0,
+        rf"\b(?:new|updated|revised|company|standing|operating|internal|official)?\s*(?:policy|policies|rule|rules"
+        rf"|guidelines?|guidance|directives?|instructions?|procedure|standing order|order|notice)"
+        rf"(?:\s+(?:update|change))?\s+(?:for|to)\s+(?:the\s+|all\s+|any\s+|every\s+)?(?:AI\s+)?{_AGENT}\b",
+        STRONG,
+    ),
+    (
+        "policy_to_agent",
+        1.0,
+        rf"\b(?:{_AGENT}|bot)\s+(?:policy|rule|rules|guideline|directive|instructions?|note)\s*:"
+        rf"|(?:^|\n|[.!]\s)\s*(?:new\s+)?(?:rule|policy|directive|standing order)\s*:\s*\S",
+        STRONG,
+    ),
+    (
+        "policy_to_agent",
+        1.0,
+        r"\b(?:the|all|any|every)\s+(?:AI\s+)?(?:assistant|agent|bot|chat ?bot|model|AI)s?(?!\s+(?:manager|director"
+        r"|professor|coach|editor|principal|teacher|secretary|chef|producer|role|release|notes))\s+(?:must|shall|should"
+        r"|will|may|is to|are to|is required to|are required to|is instructed to|are instructed to|is expected to"
+        r"|needs? to|has to|have to|stops?|starts?|no longer|never|always|is allowed to|is permitted to)\b"
+        r"(?!\s+(?:have|be|been)\b)",
+        STRONG,
+    ),
+    (
+        "policy_to_agent",
+        1.0,
+        rf"\b{_AGENT}\s+(?:must|shall|should|are required to|are instructed to|are expected to|need to|have to)\b"
+        rf"(?!\s+(?:have|be|been)\b)",
+        STRONG,
+    ),
+    (
+        "policy_to_agent",
+        1.0,
+        r"\b(?:effective immediately|from this point|as of now|as of today)\b[^.\n]{0,60}\b(?:assistant|agent|AI|bot"
+        r"|model)s?\b",
+        STRONG,
+    ),
+    # commands to remember rules (for a person's own source, an ordinary request; from a tool, a poisoning)
+    (
+        "memory_command",
+        0.6,
+        r"(?:^|\n|[.!;]\s)\s*(?:please\s+)?(?:always\s+)?remember\s*(?::|-|,|that\b|this\b|for\b|forever\b)"
+        r"|\b(?:store|save|keep|record|write|add|commit|log|note|file)\s+(?:this|that|it|the following)?\s*(?:down\s+)?"
+        r"(?:as|to|in|into)\s+(?:a\s+|an\s+|the\s+|your\s+)?(?:permanent\s+|standing\s+|new\s+|long-term\s+"
+        r"|persistent\s+)?(?:user\s+)?(?:rule|policy|instruction|preference|fact|memory|memories|notes?|profile)\b"
+        r"|\b(?:save|add|store|write)\s+(?:this\s+)?(?:to|in|into)\s+(?:your\s+)?(?:memory|notes)\b"
+        r"|\bkeep (?:this|that|it) in mind\b|\bmemori[sz]e\b|\bnote permanently\b|\bmake a note (?:for|in)\b"
+        r"|\bupdate your (?:memory|notes|records)\b|\bas a standing instruction\b",
+        STRONG,
+    ),
+    # role prefixes: the text speaks as the system, the model or a developer
+    (
+        "role_marker",
+        1.0,
+        rf"\bas (?:the|an?|any)\s+(?:[\w-]+\s+)?{_AGENT}\s+(?:that is\s+|who is\s+)?(?:reading|processing"
+        rf"|summari[sz]ing"
+        rf"|parsing|analy[sz]ing|handling|seeing|viewing|receiving|answering)\b",
+        STRONG,
+    ),
+    (
+        "role_marker",
+        1.0,
+        r"(?:^|\n)\s*\[\s*(?:end\s+)?memory\b|\[\s*memory\s+type\s*=",
+        STRONG,
+    ),
+    (
+        "role_marker",
+        0.5,
+        r"(?:^|\n|[.!?]\s)\s*(?:system|assistant|developer|AI|model|bot|agent|operator)\s*(?:\([\w\s-]{1,20}\)\s*)?"
+        r"(?:notice|note|message|update|override|prompt update|instructions?)?\s*[:-]\s*(?:[^\n]{0,160}?)\b(?:you"
+        r"|your|the user|this user|user'?s|the agent|the assistant|the customer|this customer|must|should|always"
+        r"|never|approve|allow|authori[sz]ed|remember|treat|skip|waive|store|do not|don't|no longer|going forward"
+        r"|from now on|from this point|is an?|has been|are|confirmed|verified|disabled|suspended|reopen|grant)\b",
+        STRONG,
+    ),
+    (
+        "role_marker",
+        1.0,
+        rf"\b(?:note|message|memo|instructions?|reminder|p\.?s\.?)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+|an?\s+)?"
+        rf"(?:AI(?:\s+(?:agent|assistant|model|system))?s?|assistants?|LLMs?|models?|bots?|chat ?bots?)\b"
+        rf"|\b(?:to|hey|dear|attention|attn)\s+(?:the\s+|any\s+|all\s+)?{_AGENT}\s+(?:reading"
+        rf"|processing|handling|seeing)\b",
+        STRONG,
+    ),
+    (
+        "role_marker",
+        1.0,
+        r"\bsystem prompt update\b|\bsystem override\b|\b(?:from|by) the system team\b",
+        STRONG,
+    ),
+    # other languages: overriding instructions, authority, policies, memory commands
+    (
+        "ignore_previous",
+        1.0,
+        r"\bnegeer\s+(?:alle\s+)?(?:vorige|eerdere|voorgaande)\s+(?:instructies|opdrachten)"
+        r"|\bzignoruj\s+(?:wszystkie\s+)?(?:poprzednie|wczesniejsze)\s+(?:instrukcje|polecenia)"
+        r"|\bonceki\s+(?:tum\s+)?talimatlar\w*\s+(?:yok say|gormezden gel|unut)"
+        r"|игнориру\w*\s+(?:\w+\s+)?(?:предыдущ|прошл|прежн)\w*\s+(?:инструкци|указани|команд)"
+        r"|忽略(?:之前|以前|先前|上面|所有)[^。\n]{0,8}(?:指令|指示|说明)"
+        r"|(?:以前|前|これまで)の(?:指示|命令)[^。\n]{0,8}無視"
+        r"|이전[^.\n]{0,8}(?:지시|명령|지침)[^.\n]{0,8}무시",
+        STRONG,
+    ),
+    (
+        "authority_claim",
+        1.0,
+        r"\b(?:der|die)\s+(?:benutzer|nutzer|kunde|kundin|anwender)\s+ist\s+(?:ein\s+)?(?:administrator|admin)\b"
+        r"|\b(?:cet|l')\s*utilisateur\s+est\s+(?:un\s+)?administrateur\b"
+        r"|\b(?:este|el)\s+usuario\s+es\s+(?:un\s+)?administrador\b",
+        STRONG,
+    ),
+    (
+        "permission_claim",
+        1.0,
+        r"\b(?:braucht|brauchen|benotigt|benotigen)\s+keine\s+(?:bestatigung|prufung|genehmigung|freigabe)\b"
+        r"|\bne\s+(?:demandez|demande)\s+jamais\b|\bsans\s+(?:verification|validation|approbation)\b"
+        r"|\bsin\s+(?:verificacion|aprobacion|revision)\b",
+        STRONG,
+    ),
+    (
+        "policy_to_agent",
+        1.0,
+        r"\b(?:nueva\s+)?politica\s+para\s+el\s+(?:agente|asistente)\b|\bnote\s+pour\s+l'?\s*(?:assistant|agent|IA)\b"
+        r"|\bneue\s+(?:regel|richtlinie)\s+f(?:u|ue)r\s+den\s+(?:agenten|assistenten)\b",
+        STRONG,
+    ),
+    (
+        "memory_command",
+        0.6,
+        r"\bmerke? dir\b|\bretiens\s+(?:bien\s+)?que\b|\brecuerda\s+(?:que|esto)\b",
+        STRONG,
+    ),
+)
+"""Families the issue-21 corpus names: claims of authority or permission about whoever the agent serves,
+rules and policies addressed to the agent, commands to remember rules, role prefixes. Each can decide
+alone for a source that may not instruct the agent (see `directed` on the verdict)."""
+
 
 RULES: tuple[_Rule, ...] = (
     # --- the "ignore previous instructions" family -------------------------------------------------------------
@@ -168,7 +417,7 @@ RULES: tuple[_Rule, ...] = (
     (
         "ignore_previous",
         1.0,
-        r"\bignorier(?:e|en sie|t)?\s+(?:alle\s+)?(?:vorherigen|bisherigen|obigen|vorigen|früheren)\s+(?:anweisungen"
+        r"\bignorier(?:e|en sie|t)?\s+(?:alle\s+)?(?:vorherigen|bisherigen|obigen|vorigen|fr[üu]heren)\s+(?:anweisungen"
         r"|instruktionen|befehle|regeln)",
         STRONG,
     ),
@@ -182,18 +431,18 @@ RULES: tuple[_Rule, ...] = (
     (
         "ignore_previous",
         1.0,
-        r"\b(?:ignora|olvida|ignore|esquece|esqueça|dimentica)\s+(?:todas\s+"
+        r"\b(?:ignora|olvida|ignore|esquece|esque[çc]a|dimentica)\s+(?:todas\s+"
         r"|tutte\s+)?(?:las\s+|as\s+|le\s+)?(?:instrucciones"
-        r"|instruções|istruzioni)\s+(?:anteriores|previas|precedenti)",
+        r"|instru[çc][õo]es|istruzioni)\s+(?:anteriores|previas|precedenti)",
         STRONG,
     ),
     (
         "ignore_previous",
         1.0,
-        r"\b(?:überschreibe|ignoriere|vergiss|missachte)\s+(?:deine"
-        r"|alle|sämtliche|die)\s+(?:\w+\s+)?(?:regeln|anweisungen"
+        r"\b(?:[üu]berschreibe|ignoriere|vergiss|missachte)\s+(?:deine"
+        r"|alle|s[äa]mtliche|die)\s+(?:\w+\s+)?(?:regeln|anweisungen"
         r"|richtlinien|vorgaben)|\b(?:ignore|oublie)[zr]?\s+(?:tes"
-        r"|vos|les)\s+(?:règles|consignes|instructions)|\b(?:ignora"
+        r"|vos|les)\s+(?:r[èe]gles|consignes|instructions)|\b(?:ignora"
         r"|olvida)\s+(?:tus|sus|las)\s+(?:reglas|instrucciones"
         r"|normas)|\b(?:ignora|dimentica)\s+(?:le tue|tutte le)\s+(?:regole|istruzioni)",
         STRONG | QUOTABLE,
@@ -202,7 +451,7 @@ RULES: tuple[_Rule, ...] = (
         "prompt_leak",
         0.6,
         r"\b(?:systemprompt|system-prompt|systemanweisung(?:en)?"
-        r"|prompt (?:du )?système|prompt del sistema|instrucciones del sistema)\b",
+        r"|prompt (?:du )?syst[èe]me|prompt del sistema|instrucciones del sistema)\b",
         0,
     ),
     # --- new / real instructions ------------------------------------------------------------------------------
@@ -255,7 +504,7 @@ RULES: tuple[_Rule, ...] = (
         r"|note|reminder|message|prompt|directive|only))?\s*[:\]>}]",
         STRONG,
     ),
-    ("role_marker", 0.6, r"(?:^|\n)\s*(?:system|developer)\s*:\s*\S", 0),
+    ("role_prefix", 0.6, r"(?:^|\n)\s*(?:system|developer)\s*:\s*\S", 0),
     ("role_marker", 0.3, r"(?:^|\n)\s*(?:assistant|ai|bot|model)\s*:\s*\S", 0),
     ("role_marker", 0.7, r"(?:^|\n)\s*(?:human|user)\s*:[^\n]*\n(?:[^\n]*\n){0,6}?\s*(?:assistant|ai)\s*:", 0),
     # --- prompt leak ---------------------------------------------------------------------------------------
@@ -416,7 +665,7 @@ RULES: tuple[_Rule, ...] = (
     (
         "jailbreak",
         1.0,
-        rf"\b(?:an?\s+)?(?:[\w-]+\s+)?{_AI}\s+(?:with no|without(?: any)?"
+        rf"\b{_AI}\s+(?:with no|without(?: any)?"
         rf"|free of|free from)\s+(?:rules|restrictions|limits|limitations|filters|guidelines|ethics|morals|boundaries"
         rf"|censorship)\b",
         STRONG | QUOTABLE,
@@ -489,7 +738,7 @@ RULES: tuple[_Rule, ...] = (
         r"|forever)\s+remember\b|\bremember\s+(?:this\s+|that\s+)?(?:permanently|forever|for (?:every|all) future)",
         0,
     ),
-    ("memory_write", 0.6, r"\balways remember\b|\bnever forget (?:that|this)\b", 0),
+    ("memory_write", 0.6, r"\balways remember\b\s*(?:[:,-]|that\b|this\b)|\bnever forget (?:that|this)\b", 0),
     ("memory_write", 0.6, r"\bremember that the user\b|\bremember this for\b", 0),
     (
         "memory_write",
@@ -651,7 +900,7 @@ RULES: tuple[_Rule, ...] = (
         r"\byou (?:must|should|will|need to|have to|are required to"
         r"|are instructed to|are to|shall|are expected to)\s+(?:now\s+"
         r"|always\s+|never\s+|immediately\s+|instead\s+|also\s+|only\s+)*(?!be\b|receive|get\b|have\b|find|see\b"
-        r"|need|want|like|hear|notice)[a-z]\w*",
+        r"|need|want|like|hear|notice|feel|know|think|love|enjoy|miss|hate|wonder|agree|admit)[a-z]\w*",
         0,
     ),
     (
@@ -684,7 +933,8 @@ RULES: tuple[_Rule, ...] = (
         r"|messages|conversations?|sessions?|interactions?|requests?"
         r"|queries|questions|chats?)|in (?:all|every|each) (?:future "
         r"|subsequent )?(?:responses?|replies|reply|answers?|conversations?|messages?|outputs?|chats?)|(?:every"
-        r"|each|any|next) time (?:you|the user)|whenever (?:you|the user|someone|anyone))\b",
+        r"|each|any|next) time (?:you|the user)|whenever (?:you|the user|someone|anyone))\b"
+        r"(?!\s*,?\s*(?:I|I'm|I'll|I've|I am|I will|we|we're|we'll|my|our)\b)",
         0,
     ),
     (
@@ -762,7 +1012,7 @@ RULES: tuple[_Rule, ...] = (
         "override_user",
         0.8,
         r"\binstead of (?:answering|responding|replying|doing what the user"
-        r"|what the user)\b|\bignore the user'?s? (?:request"
+        r"|what the user)\b|\b(?:ignore|disregard|override) the user'?s? (?:budget|limits?|preferences|wishes|request"
         r"|question|instructions?|message|last request)\b|\bover the user'?s?\b"
         r"|\b(?:regardless of|no matter) what the user (?:says|asks|wants|requested)\b",
         0,
@@ -906,12 +1156,13 @@ RULES: tuple[_Rule, ...] = (
         r"|#fff(?:fff)?|transparent)\b|left\s*:\s*-\d{3,}px|height\s*:\s*0(?:px)?\s*;[^\"']*overflow\s*:\s*hidden)",
         0,
     ),
-    ("hidden_markup", 0.3, r"<!--[^>]*?[A-Za-z]{3}[\s\S]*?-->", 0),
     ("hidden_markup", 0.2, r"<script\b", 0),
+    *AGENT_RULES,
 )
 
 _VERBS = (
-    r"add|append|approve|answer|ask|assign|auto-?fill|bcc|book|buy|call|cancel|cc|change|check|click|close|collect|confirm"
+    r"add|append|approve|answer|ask|assign|auto-?fill|bcc|book|buy|bypass|call|cancel|cc|change|check|click|close"
+    r"|collect|confirm|disregard|override|overlook|waive"
     r"|copy|create|delete|describe|disable|download|downrank|draft|drop|e-?mail|enable|enter|escalate|execute|export|fetch"
     r"|fill|find|forward|generate|give|grant|ignore|include|insert|install|invite|leak|list|load|look up|mark|mention"
     r"|move"
@@ -936,13 +1187,34 @@ _SELF_CORRECTION = re.compile(
     r"concerning\b|on the\b|for the\b|in my\b|in our\b|from (?:me|us|yesterday|last)\b)",
     re.IGNORECASE,
 )
-_HIDDEN_CONTENT = re.compile(
-    r"<!--([\s\S]*?)-->"
-    r"|<(\w+)[^>]*style\s*=\s*[\"'][^\"']*(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0|opacity\s*:\s*0"
-    r"|color\s*:\s*(?:white|#fff|transparent))[^>]*>([\s\S]*?)</\2>",
+_HIDDEN_STYLE = re.compile(
+    r"<(\w{1,20})\b[^<>]{0,300}?style\s*=\s*[\"'][^\"'<>]{0,300}?(?:display\s*:\s*none|visibility\s*:\s*hidden"
+    r"|font-size\s*:\s*0|opacity\s*:\s*0|color\s*:\s*(?:white|#fff|transparent))[^<>]{0,300}>",
     re.IGNORECASE,
 )
+MAX_HIDDEN_ELEMENTS = 8
+"""Hidden elements whose text is scored: a bound, so many unclosed tags cannot make the scan quadratic."""
 _B64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])")
+_SPACED_LETTERS = re.compile(r"(?<!\w)[A-Za-z](?:[ .\-_*][A-Za-z](?!\w)){2,}")
+"""Words spelled out letter by letter ("I g n o r e", "I.g.n.o.r.e"): one pass, each letter consumed once."""
+_SPLIT_WORD = re.compile(r"(?<=[A-Za-z])-(?=[a-z])")
+_SEPARATORS = re.compile(r"[ .\-_*]")
+
+CONTEXTUAL = frozenset(
+    {
+        "ai_config_reference",
+        "targets_user_data",
+        "imperative_about_user",
+        "dangerous_command",
+        "phishing",
+        "role_prefix",
+    }
+)
+"""Signals that describe a topic more than they address the agent (a tool reporting on content moderation,
+the user's calendar, a shell command): they add to the score but do not make text `directed` alone."""
+DIRECTED_THRESHOLD = 0.5
+"""Score (without `CONTEXTUAL` signals) at which text addresses the agent: enough to refuse it from a source
+that may not instruct the agent, not enough to call it an injection."""
 
 
 @dataclass(frozen=True)
@@ -952,6 +1224,9 @@ class InstructionVerdict:
     instruction_like: bool
     signals: tuple[str, ...]
     score: float
+    directed: bool = False
+    """Some signal addresses the agent (a role prefix, a rule, a claim of permission, a command to remember),
+    even below the injection threshold."""
 
 
 @lru_cache(maxsize=1)
@@ -965,13 +1240,22 @@ def _quoted(view: str, m: re.Match[str]) -> bool:
     return any(q in before for q in _QUOTES) and any(q in after for q in _QUOTES)
 
 
-def _score_view(view: str, *, strong_only: bool = False, multiplier: float = 1.0) -> dict[str, float]:
+def _search(pattern: re.Pattern[str], view: str, deadline: Deadline) -> re.Match[str] | None:
+    try:
+        return pattern.search(view, timeout=deadline.remaining())
+    except TimeoutError:
+        raise DeadlineExceeded(deadline.detector) from None
+
+
+def _score_view(
+    view: str, deadline: Deadline, *, strong_only: bool = False, multiplier: float = 1.0
+) -> dict[str, float]:
     """Per signal, the sum of weights of the distinct rules that fired (each rule counts once)."""
     hits: dict[str, float] = {}
     for code, weight, pattern, flags in _compiled():
         if strong_only and not flags & STRONG:
             continue
-        m = pattern.search(view)
+        m = _search(pattern, view, deadline)
         if m is None:
             continue
         w = weight * multiplier
@@ -1005,38 +1289,97 @@ def _decoded_payloads(view: str) -> list[str]:
     return out
 
 
-def assess(content: str) -> InstructionVerdict:
-    """Score `content` for instruction-like signals and decide (score >= THRESHOLD)."""
-    view = normalise(content)
-    hits = _score_view(view)
+def _hidden_texts(view: str) -> str:
+    """Text inside HTML comments and CSS-hidden elements, found by scans that only move forward."""
+    parts: list[str] = []
+    pos = 0
+    while True:  # comments: each find starts after the previous comment, so the whole scan is one pass
+        start = view.find("<!--", pos)
+        if start < 0:
+            break
+        end = view.find("-->", start + 4)
+        if end < 0:
+            break
+        parts.append(view[start + 4 : end])
+        pos = end + 3
+    unclosed: set[str] = set()
+    for i, m in enumerate(_HIDDEN_STYLE.finditer(view)):
+        if i >= MAX_HIDDEN_ELEMENTS:
+            break
+        tag = m.group(1).lower()
+        if tag in unclosed:
+            continue
+        close = view.lower().find(f"</{tag}>", m.end())
+        if close < 0:
+            unclosed.add(tag)  # no later element of this tag closes either: do not scan for it again
+            continue
+        parts.append(view[m.end() : close])
+    return "\n".join(p for p in parts if p.strip())
+
+
+def _deobfuscated(content: str, view: str) -> list[str]:
+    """Other readings of the same text, for the strong rules: invisible characters read as spaces, words
+    spelled letter by letter joined up, words split by hyphens joined, leetspeak read as letters."""
+    views = []
+    if has_invisible(content):
+        spaced = normalise_spaced(content)
+        if spaced != view:
+            views.append(spaced)
+    if _SPACED_LETTERS.search(view) or _SPACED_LETTERS.search(content):
+        base = strip_invisible(content)
+        joined = _SPACED_LETTERS.sub(lambda m: _SEPARATORS.sub("", m.group(0)), base)
+        views.append(normalise(joined))
+    if "-" in view and _SPLIT_WORD.search(view):
+        views.append(_SPLIT_WORD.sub("", view))
     if _LEET_HINT.search(view):
-        _merge(hits, _score_view(view.translate(_LEET), strong_only=True))
+        views.append(view.translate(_LEET))
+    return views
+
+
+def assess(content: str, deadline: Deadline | None = None) -> InstructionVerdict:
+    """Score `content` for instruction-like signals and decide (score >= THRESHOLD).
+
+    Every rule runs under `deadline` (the screening's budget): past it, `DeadlineExceeded` is raised.
+    """
+    deadline = deadline or Deadline(NO_DEADLINE_S)
+    view = normalise(content)
+    hits = _score_view(view, deadline)
+    for other in _deobfuscated(content, view):
+        _merge(hits, _score_view(other, deadline, strong_only=True))
 
     hidden = smuggled_tags(content)
     if hidden:
         hits["hidden_markup"] = hits.get("hidden_markup", 0.0) + 1.0
-        _merge(hits, _score_view(normalise(hidden), multiplier=HIDDEN_MULTIPLIER))
+        _merge(hits, _score_view(normalise(hidden), deadline, multiplier=HIDDEN_MULTIPLIER))
     invisible = count_invisible(content)
     if invisible:
         hits["hidden_markup"] = hits.get("hidden_markup", 0.0) + (0.5 if invisible >= 2 else 0.2)
-    for m in _HIDDEN_CONTENT.finditer(view):
-        inner = m.group(1) if m.group(1) is not None else m.group(3)
-        if inner and inner.strip():
-            extra = _score_view(inner, multiplier=HIDDEN_MULTIPLIER)
-            for code, w in extra.items():
-                hits[code] = max(hits.get(code, 0.0), w)
+    concealed = _hidden_texts(view)
+    if concealed:
+        if any(c.isalpha() for c in concealed):
+            hits["hidden_markup"] = hits.get("hidden_markup", 0.0) + 0.3
+        _merge(hits, _score_view(concealed, deadline, multiplier=HIDDEN_MULTIPLIER))
     for payload in _decoded_payloads(view):
-        decoded = _score_view(normalise(payload), strong_only=True)
+        decoded = _score_view(normalise(payload), deadline, strong_only=True)
         if decoded:
             hits["encoded_instruction"] = max(hits.get("encoded_instruction", 0.0), 1.0)
 
     # Interactions: an imperative is ordinary in an e-mail, but not after the text has addressed the model,
     # and not when it acts on "the user" in the third person (the reader is the user's agent).
-    if _IMPERATIVE.search(view):
+    if _search(_IMPERATIVE, view, deadline):
         if hits.get("addressed_to_ai", 0.0) >= 0.4 or hits.get("role_marker", 0.0) >= 0.3:
             hits["imperative_to_ai"] = ADDRESSED_IMPERATIVE
-        if _THE_USER.search(view):
+        if _search(_THE_USER, view, deadline):
             hits["imperative_about_user"] = USER_IMPERATIVE
 
     score = round(sum(hits.values()), 3)
-    return InstructionVerdict(score >= THRESHOLD, tuple(sorted(hits)), score)
+    directed_score = sum(w for code, w in hits.items() if code not in CONTEXTUAL)
+    return InstructionVerdict(
+        score >= THRESHOLD, tuple(sorted(hits)), score, directed=directed_score >= DIRECTED_THRESHOLD - 1e-9
+    )
+
+
+def warm_up() -> None:
+    """Compile every rule now (~0.1 s), not on the first candidate."""
+    _compiled()
+    _IMPERATIVE.search("warm up")

@@ -4,26 +4,32 @@ Pure functions over typed inputs, in the contract's order (ARCHITECTURE.md, "Rem
 the first step that decides, decides, and every decision carries a reason code:
 
 1. memory switched off for the owner                     -> REJECT memory_disabled
-2. source trust, the type a source may write, and the write reason that fits the source
+2. screening that did not finish within its budget       -> REJECT detector_deadline (fail closed)
+   source trust, the type a source may write, and the write reason that fits the source
    a source_ref citing a quarantined source record       -> REJECT source_quarantined
+   tool, document or model text with any instruction or behaviour-change signal (a direction, a rule
+   or policy for the agent, a claim of authority or permission, a role prefix, a command to remember)
+                                                         -> REJECT untrusted_instruction
    document                                              -> REJECT document_is_knowledge
    system without a source_ref                           -> REJECT system_without_source_ref
-   tool or model text that reads like an instruction     -> REJECT untrusted_instruction
    model inference the owner was not asked to confirm    -> REJECT model_inference_session_only
    a type the source may not write (tool: preference, procedural, summary)
                                                          -> REJECT untrusted_type (tool) / type_not_allowed_for_source
    a reason outside the configured set                   -> REJECT missing_reason
    a reason that does not fit the source (a tool claiming user_stated_fact)
                                                          -> REJECT reason_source_mismatch
-3. never-store: secret_detected, failed_tool_output, then pii_detected (unless the type's PII policy
-   redacts, or stages, instead)
+3. never-store: secret_detected, failed_tool_output, then pii_detected (PII in a field other than the
+   content always: only content can be redacted; in the content unless the type's PII policy redacts, or
+   stages, instead)
 4. importance (the caller's, else `importance.score_importance`) below the threshold -> REJECT low_importance
 5. dedupe: the nearest live memory in the namespace is the same memory -> NOOP duplicate
 6. conflict: the slot's live holder says something else -> UPDATE slot_value_changed (supersedes=holder);
    the holder says the same -> NOOP duplicate
-7. staging -> PENDING staged_* (model inference, a lower-trust source overriding a higher-trust value,
-   behaviour changes, inferred preferences, sensitive writes, shared stores)
-8. otherwise ADD accepted (or the UPDATE from step 6)
+7. staging -> PENDING staged_* (injection-like text from a trusted source, model inference, a lower-trust
+   source overriding a higher-trust value, durable behaviour changes, inferred preferences, sensitive
+   writes, shared stores)
+8. otherwise ADD accepted (or the UPDATE from step 6); task-scoped guidance proposed as a preference,
+   procedure or fact is added as a `task` memory (ADD task_scoped), with the task type's lifetime
 
 Steps 1-4 need only the candidate's metadata and its screening (`precheck`); steps 5-6 need what an
 activity found in the store and index (`Lookup`), so a workflow runs `precheck` first and looks up
@@ -54,6 +60,16 @@ Dedupe and slots, decided here:
   value, the candidate supersedes it (step 6) rather than being dropped as a copy of some other memory.
 - a lower-trust source (tool < model < app < user = system) that would supersede a higher-trust slot
   value waits for confirmation (PENDING staged_lower_trust_conflict, `supersedes` set).
+
+Instructions, decided here:
+- tool, document and model text may not direct the agent at all: any instruction signal (the screening's
+  `instruction_like` or `directive`) rejects it, before anything else about the source is weighed;
+- from the user, an app or a system of record, injection-like text (overriding earlier instructions,
+  claims of authority or permission, policies addressed to the agent) waits for the person it is about
+  (PENDING staged_instruction), never ADD; their durable directions wait too (staged_behaviour_change);
+- guidance scoped to the task at hand ("for this ticket, keep the reply very short") is kept as a `task`
+  memory, which expires with the task type's lifetime, rather than staged as a lasting preference; the
+  person's own habits are facts (the detectors do not call them directions).
 
 Nothing here sees content: the gate decides on metadata, detector codes and similarity scores, so its
 inputs and outputs are safe for workflow history, logs and audit.
@@ -98,6 +114,8 @@ class GateReason(StrEnum):
     DOCUMENT_IS_KNOWLEDGE = "document_is_knowledge"
     SYSTEM_WITHOUT_SOURCE_REF = "system_without_source_ref"
     UNTRUSTED_INSTRUCTION = "untrusted_instruction"
+    DETECTOR_DEADLINE = "detector_deadline"
+    TASK_SCOPED = "task_scoped"
     MODEL_INFERENCE_SESSION_ONLY = "model_inference_session_only"
     UNTRUSTED_TYPE = "untrusted_type"
     TYPE_NOT_ALLOWED_FOR_SOURCE = "type_not_allowed_for_source"
@@ -107,6 +125,7 @@ class GateReason(StrEnum):
     FAILED_TOOL_OUTPUT = "failed_tool_output"
     PII_DETECTED = "pii_detected"
     LOW_IMPORTANCE = "low_importance"
+    STAGED_INSTRUCTION = "staged_instruction"
     STAGED_MODEL_INFERENCE = "staged_model_inference"
     STAGED_LOWER_TRUST_CONFLICT = "staged_lower_trust_conflict"
     STAGED_BEHAVIOUR_CHANGE = "staged_behaviour_change"
@@ -179,8 +198,12 @@ TRUST_RANK: dict[SourceKind, int] = {
 record, then trusted provenance, then newer evidence). The owner and a system of record rank equal: the
 owner may correct a system value, and revalidation settles it against the source."""
 
-UNTRUSTED_SOURCES = frozenset({SourceKind.TOOL, SourceKind.MODEL})
-"""Sources whose instruction-like text is rejected outright (memory poisoning goes through these)."""
+UNTRUSTED_SOURCES = frozenset({SourceKind.TOOL, SourceKind.MODEL, SourceKind.DOCUMENT})
+"""Sources that may not instruct the agent: any instruction or behaviour-change signal is rejected outright
+(memory poisoning goes through these)."""
+
+TASK_SCOPED_TYPES = frozenset({MemoryType.PREFERENCE, MemoryType.PROCEDURAL, MemoryType.FACT})
+"""Types that do not expire by age: task-scoped guidance proposed as one of these is stored as a `task`."""
 
 FLAGGED_UNTRUSTED = frozenset({SourceKind.TOOL})
 """Sources whose memories are stored flagged untrusted."""
@@ -355,6 +378,9 @@ class GateDecision(BaseModel):
     """Lifetime from the type's retention policy and the caller's ttl; None: no expiry by age."""
     staging: list[GateReason] = Field(default_factory=list)
     """PENDING: every staging rule that applied (the first is `reason`)."""
+    memory_type: MemoryType | None = None
+    """The type the memory is stored as when the gate changed it (task-scoped guidance becomes a `task`);
+    None: the candidate's own type."""
     confirm_by: Confirmer | None = None
     """PENDING: who settles it."""
     policy_version: str = POLICY_VERSION
@@ -368,6 +394,8 @@ class GateDecision(BaseModel):
 def commit_input(candidate: RememberInput, decision: GateDecision) -> CommitInput:
     """The gate's adjustments that a commit or stage applies (importance, redaction, lifetime, trust)."""
     assert decision.importance is not None, "only a decision that writes has an importance"
+    if decision.memory_type is not None and decision.memory_type is not candidate.type:
+        candidate = candidate.model_copy(update={"type": decision.memory_type})
     return CommitInput(
         candidate=candidate,
         importance=decision.importance,
@@ -407,14 +435,16 @@ def _reject(
 def _source_trust(inp: GateInput, policy: GatePolicy) -> GateDecision | None:
     """Step 2: who says so, what they may write, and whether their reason fits."""
     source = inp.source_kind
+    if inp.screening.deadline_exceeded:  # nothing the screening says can be relied on: fail closed
+        return _reject(GateReason.DETECTOR_DEADLINE, 2, inp, policy)
     if inp.source_quarantined:  # whoever proposes it: the record it cites was poisoned
         return _reject(GateReason.SOURCE_QUARANTINED, 2, inp, policy)
+    if source in UNTRUSTED_SOURCES and (inp.screening.instruction_like or inp.screening.directive):
+        return _reject(GateReason.UNTRUSTED_INSTRUCTION, 2, inp, policy)
     if source is SourceKind.DOCUMENT:
         return _reject(GateReason.DOCUMENT_IS_KNOWLEDGE, 2, inp, policy)
     if source is SourceKind.SYSTEM and not inp.has_source_ref:
         return _reject(GateReason.SYSTEM_WITHOUT_SOURCE_REF, 2, inp, policy)
-    if source in UNTRUSTED_SOURCES and inp.screening.instruction_like:
-        return _reject(GateReason.UNTRUSTED_INSTRUCTION, 2, inp, policy)
     if source is SourceKind.MODEL and not inp.confirm_requested:
         return _reject(GateReason.MODEL_INFERENCE_SESSION_ONLY, 2, inp, policy)
     if inp.type not in policy.source_types.get(source, frozenset()):
@@ -428,11 +458,18 @@ def _source_trust(inp: GateInput, policy: GatePolicy) -> GateDecision | None:
     return None
 
 
+def stored_type(inp: GateInput) -> MemoryType:
+    """The type the memory is kept as: the candidate's, except that task-scoped guidance becomes a `task`."""
+    if inp.screening.task_scoped and inp.type in TASK_SCOPED_TYPES:
+        return MemoryType.TASK
+    return inp.type
+
+
 def _pii_action(inp: GateInput, policy: GatePolicy) -> PiiAction | None:
     """The PII policy that applies, or None when the detectors found no PII."""
     if not inp.screening.pii:
         return None
-    return policy.pii_actions.get(inp.type, PiiAction.REJECT)
+    return policy.pii_actions.get(stored_type(inp), PiiAction.REJECT)
 
 
 def redact_entities(inp: GateInput, policy: GatePolicy = DEFAULT_POLICY) -> list[str]:
@@ -447,7 +484,7 @@ def effective_importance(inp: GateInput) -> float:
     if inp.importance is not None:
         return inp.importance
     return score_importance(
-        memory_type=inp.type,
+        memory_type=stored_type(inp),
         reason=inp.reason,
         source_kind=inp.source_kind,
         content_chars=inp.content_chars,
@@ -467,7 +504,7 @@ def precheck(inp: GateInput, policy: GatePolicy = DEFAULT_POLICY) -> GateDecisio
         return _reject(GateReason.SECRET_DETECTED, 3, inp, policy)
     if inp.screening.failed_tool_output:
         return _reject(GateReason.FAILED_TOOL_OUTPUT, 3, inp, policy)
-    if _pii_action(inp, policy) is PiiAction.REJECT:
+    if inp.screening.pii_fields or _pii_action(inp, policy) is PiiAction.REJECT:
         return _reject(GateReason.PII_DETECTED, 3, inp, policy)
     importance = effective_importance(inp)
     if importance < policy.importance_threshold:
@@ -484,6 +521,8 @@ def _same(neighbour: Neighbour, policy: GatePolicy) -> bool:
 def _staging(inp: GateInput, policy: GatePolicy, holder: Neighbour | None) -> list[GateReason]:
     """Step 7: every rule that makes this write wait for confirmation, most fundamental first."""
     reasons: list[GateReason] = []
+    if inp.screening.instruction_like:  # from a trusted source (untrusted ones were rejected at step 2)
+        reasons.append(GateReason.STAGED_INSTRUCTION)
     if inp.source_kind is SourceKind.MODEL:
         reasons.append(GateReason.STAGED_MODEL_INFERENCE)
     if (
@@ -492,9 +531,9 @@ def _staging(inp: GateInput, policy: GatePolicy, holder: Neighbour | None) -> li
         and TRUST_RANK[inp.source_kind] < TRUST_RANK[holder.source_kind]
     ):
         reasons.append(GateReason.STAGED_LOWER_TRUST_CONFLICT)
-    if inp.screening.behaviour_changing or inp.type is MemoryType.PROCEDURAL:
+    if inp.screening.behaviour_changing or stored_type(inp) is MemoryType.PROCEDURAL:
         reasons.append(GateReason.STAGED_BEHAVIOUR_CHANGE)
-    if inp.type is MemoryType.PREFERENCE and inp.source_kind in INFERRED_PREFERENCE_SOURCES:
+    if stored_type(inp) is MemoryType.PREFERENCE and inp.source_kind in INFERRED_PREFERENCE_SOURCES:
         reasons.append(GateReason.STAGED_INFERRED_PREFERENCE)
     if (
         sensitivity_rank(inp.sensitivity) >= sensitivity_rank(policy.staging_sensitivity)
@@ -544,6 +583,8 @@ def decide(inp: GateInput, lookup: Lookup | None = None, policy: GatePolicy = DE
             return noop(holder.memory_id, 6)
         supersedes = holder.memory_id
 
+    kept_as = stored_type(inp)
+
     def write(decision: Decision, reason: GateReason, step: int, staging: list[GateReason]) -> GateDecision:
         return GateDecision(
             decision=decision,
@@ -553,8 +594,9 @@ def decide(inp: GateInput, lookup: Lookup | None = None, policy: GatePolicy = DE
             redact=redact_entities(inp, policy),
             untrusted=untrusted,
             importance=importance,
-            ttl_seconds=effective_ttl_seconds(inp.type, inp.ttl_seconds, policy.retention),
+            ttl_seconds=effective_ttl_seconds(kept_as, inp.ttl_seconds, policy.retention),
             staging=staging,
+            memory_type=kept_as if kept_as is not inp.type else None,
             confirm_by=(Confirmer.MODERATOR if inp.scope is Scope.SHARED else Confirmer.OWNER) if staging else None,
             policy_version=policy.version,
         )
@@ -566,4 +608,6 @@ def decide(inp: GateInput, lookup: Lookup | None = None, policy: GatePolicy = DE
     # Step 8: commit (the UPDATE was decided at step 6).
     if supersedes is not None:
         return write(Decision.UPDATE, GateReason.SLOT_VALUE_CHANGED, 6, [])
+    if kept_as is not inp.type:
+        return write(Decision.ADD, GateReason.TASK_SCOPED, 8, [])
     return write(Decision.ADD, GateReason.ACCEPTED, 8, [])

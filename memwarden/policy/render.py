@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from datetime import datetime
 
 from memwarden.records import Freshness, MemoryRecord
@@ -29,9 +31,43 @@ def label(record: MemoryRecord, freshness: Freshness) -> str:
     )
 
 
+_BRACKETS = "[\uff3b\ufe47\u2e28"
+"""Characters a model reads as an opening square bracket: '[' and those whose compatibility form is one."""
+_LABEL_WORD = re.compile(r"\s*(?:end\s*)?m\s*e\s*m\s*o\s*r\s*y", re.IGNORECASE)
+_INVISIBLE_CATEGORIES = frozenset({"Cf", "Mn", "Me"})
+_FILLERS = frozenset("\u115f\u1160\u3164\uffa0")
+LOOKAHEAD = 40
+"""Characters after a bracket that are read to decide whether it opens something label-like."""
+
+
+def _visible(text: str) -> str:
+    """`text` as a model reads it: compatibility forms folded, invisible characters and marks dropped."""
+    folded = unicodedata.normalize("NFKC", text)
+    return "".join(
+        c for c in folded if unicodedata.category(c) not in _INVISIBLE_CATEGORIES and c not in _FILLERS
+    ).casefold()
+
+
 def _quote(content: str) -> str:
-    """Keep a memory from closing its own block or forging a label line."""
-    return content.replace("[MEMORY", "(MEMORY").replace("[END MEMORY", "(END MEMORY")
+    """Keep a memory from closing its own block or forging a label line.
+
+    Every bracket that opens a line, and every bracket followed by "memory" or "end memory" in any
+    case, with any spacing, invisible characters or full-width letters between, becomes "(". Each
+    bracket is judged on a bounded look-ahead, so this is linear in the content.
+    """
+    out = list(content)
+    line_start = True
+    for i, c in enumerate(content):
+        if c == "\n":
+            line_start = True
+            continue
+        if c in _BRACKETS:
+            if line_start or _LABEL_WORD.match(_visible(content[i + 1 : i + 1 + LOOKAHEAD])):
+                out[i] = "("
+            line_start = False
+        elif line_start and not (c.isspace() or unicodedata.category(c) in _INVISIBLE_CATEGORIES or c in _FILLERS):
+            line_start = False
+    return "".join(out)
 
 
 def context_block(entries: list[tuple[MemoryRecord, Freshness]]) -> str:
