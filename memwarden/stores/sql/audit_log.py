@@ -92,8 +92,8 @@ class AuditLog(SqlEngine):
     async def _append_audit_many(self, conn: AsyncConnection, events: Sequence[AuditEventIn]) -> int:
         """Chain many events in their order with batched inserts; ids already present are skipped.
 
-        One round trip per `_AUDIT_BATCH` events instead of three per event, so a 10k-memory erasure
-        records its 10k events in well under a second. Checkpoints land exactly where one-by-one
+        One round trip per `_AUDIT_BATCH` events instead of three per event, so an erasure of thousands
+        of memories records its events in a few round trips. Checkpoints land exactly where one-by-one
         appends would have put them. Returns how many events were new.
         """
         if self._pseudonyms is not None:

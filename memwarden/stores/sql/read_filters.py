@@ -71,7 +71,7 @@ _META_COLUMNS = (
 """What `eligible_meta` reads: the id and `EligibleMeta`'s fields, never content."""
 _STATUSES = {s.value: s for s in Status}
 _TYPES = {t.value: t for t in MemoryType}
-"""Stored values to their enums by dict lookup (an Enum call per row and column costs ~1 us each)."""
+"""Stored values to their enums by dict lookup (cheaper than an Enum call per row and column)."""
 
 
 class FilteredReads(AuditLog):
@@ -100,9 +100,9 @@ class FilteredReads(AuditLog):
     ) -> list[MemoryRecord] | None:
         """`eligible`, its read event and the query's claim check dropped, in one write transaction.
 
-        Why one: the search route used to pay four transactions (settings, load, audit, drop) on
-        every answer. Now the content is read, the event naming exactly what was read is chained,
-        and the parked query is dropped together, so an answer never exists without its audit row
+        Why one: settings, load, audit and drop are each a transaction on their own, and every answer
+        needs all four. Together, the content is read, the event naming exactly what was read is
+        chained and the parked query dropped at once, so an answer never exists without its audit row
         (if the append fails, nothing is returned) and the audit never lists what was not read.
         `audit` builds the event from the records found (ids only, never content).
 
@@ -140,7 +140,7 @@ class FilteredReads(AuditLog):
             for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
                 rows = await conn.execute(stmt, {**params, "ids": chunk})
                 # Unpacked by position, in `_META_COLUMNS`' order: a named lookup on each of a dozen
-                # columns of ~115 rows cost ~1.4 ms of the search's critical path on this box.
+                # columns of every candidate row is a visible share of the search's critical path.
                 for (
                     memory_id,
                     status,
@@ -238,8 +238,8 @@ def _bound_filter_clause(shape: _FilterShape, *, by_ids: bool, with_now: bool) -
 
     `by_ids`: the statement also lists the ids (`id IN (...)`), so the primary key is the way in. The
     tenant test is then written as `tenant_id || '' = ?` (same truth, no index can serve it), because
-    SQLite's planner, without statistics, otherwise walks a whole tenant through a tenant-led index:
-    25 ms at 100k memories instead of well under one.
+    SQLite's planner, without statistics, otherwise walks a whole tenant through a tenant-led index, a
+    cost that grows with the tenant instead of with the ids asked for.
     """
     m = memories.c
     namespaces: list[ColumnElement[bool]] = []
