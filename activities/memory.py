@@ -16,6 +16,7 @@ from activities.deps import Deps
 from activities.revalidate import Revalidator
 from memwarden.policy import ranking
 from memwarden.records import (
+    LIVE_STATUSES,
     Consequence,
     Decision,
     Hit,
@@ -27,6 +28,7 @@ from memwarden.records import (
     RetrieveResult,
     SourceKind,
     Status,
+    namespace_label,
 )
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
@@ -114,14 +116,14 @@ class MemoryActivities:
                     actor=candidate.actor,
                     operation="create",
                     memory_id=record.id,
-                    namespace=f"{record.scope.value}:{record.owner_id}",
+                    namespace=namespace_label(record),
                     reason="accepted",
                     policy_version=record.policy_version,
                     workflow_id=activity.info().workflow_id,
                     details={"content_hash": record.content_hash, "type": record.type.value},
                 )
             )
-        if existing.content is not None and existing.status in (Status.ACTIVE, Status.STALE):
+        if existing.content is not None and existing.status in LIVE_STATUSES:
             [dense] = await self._embed([existing.content])
             await self.deps.index.upsert([index_point(existing, dense)])
         for prefix in invalidation_prefixes(existing.tenant_id, existing.scope, existing.owner_id):
