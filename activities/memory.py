@@ -14,6 +14,7 @@ from temporalio import activity
 
 from activities.deps import Deps
 from activities.revalidate import Revalidator
+from memwarden.errors import CandidateGone
 from memwarden.policy import ranking
 from memwarden.records import (
     LIVE_STATUSES,
@@ -53,10 +54,6 @@ class Gathered:
 
     ranked: list[ranking.Ranked]
     meta: dict[str, EligibleMeta]
-
-
-class CandidateGone(Exception):
-    """The claim-checked content is missing and no record exists: nothing can be committed."""
 
 
 class MemoryActivities:

@@ -24,6 +24,7 @@ from temporalio.exceptions import ApplicationError
 from activities.deps import Deps
 from activities.replicas import replicate
 from memwarden import detect
+from memwarden.errors import CandidateGone
 from memwarden.policy.dedupe import cosine, value_conflict
 from memwarden.policy.gate import (
     GateDecision,
@@ -78,8 +79,9 @@ UNTRUSTED_CONFIDENCE = 0.5
 
 
 def candidate_gone(memory_id: str) -> ApplicationError:
-    """The claim-checked content is gone and nothing was stored: retrying cannot help (non-retryable)."""
-    return ApplicationError(f"candidate {memory_id} is gone", type="CandidateGone", non_retryable=True)
+    """`CandidateGone` as Temporal sees it: retrying cannot help (non-retryable)."""
+    gone = CandidateGone(memory_id)
+    return ApplicationError(str(gone), type=type(gone).__name__, non_retryable=True)
 
 
 PARK_GRACE_ATTEMPTS = 4
