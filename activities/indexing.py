@@ -11,7 +11,7 @@ import asyncio
 from datetime import datetime, timedelta
 
 from memwarden.embed import Embedder
-from memwarden.records import ELIGIBLE_STATUSES, Status
+from memwarden.records import ELIGIBLE_STATUSES, FORGOTTEN_STATUSES, Status
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.vectors import VectorIndex, index_point
 
@@ -31,11 +31,11 @@ async def reconcile_index(store: SqlStore, index: VectorIndex, embedder: Embedde
         if live:
             dense = await asyncio.to_thread(embedder.embed, [r.content or "" for r in live])
             await index.upsert([index_point(r, d) for r, d in zip(live, dense, strict=True)])
-        gone = [r.id for r in batch if r.status in (Status.TOMBSTONED, Status.PURGED)]
+        gone = [r.id for r in batch if r.status in FORGOTTEN_STATUSES]
         await index.delete(gone)
         others: dict[Status, list[str]] = {}
         for r in batch:
-            if r.status not in ELIGIBLE_STATUSES and r.status not in (Status.TOMBSTONED, Status.PURGED):
+            if r.status not in ELIGIBLE_STATUSES and r.status not in FORGOTTEN_STATUSES:
                 others.setdefault(r.status, []).append(r.id)
         for status, ids in others.items():
             await index.set_status(ids, status)

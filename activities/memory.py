@@ -13,6 +13,7 @@ from temporalio import activity
 
 from activities.deps import Deps
 from activities.revalidate import Revalidator
+from memwarden.errors import CandidateGone
 from memwarden.policy import ranking
 from memwarden.records import (
     Consequence,
@@ -42,10 +43,6 @@ class Gathered:
 
     ranked: list[ranking.Ranked]
     meta: dict[str, EligibleMeta]
-
-
-class CandidateGone(Exception):
-    """A claim check the search needs (the query, the subject handle) is missing."""
 
 
 class MemoryActivities:

@@ -23,6 +23,7 @@ from temporalio.exceptions import ApplicationError
 from activities.deps import Deps
 from activities.replicas import replicate
 from memwarden import detect
+from memwarden.errors import CandidateGone
 from memwarden.policy.dedupe import cosine, value_conflict
 from memwarden.policy.gate import (
     GateDecision,
@@ -38,6 +39,8 @@ from memwarden.policy.gate import (
     redact_entities,
 )
 from memwarden.records import (
+    FORGOTTEN_STATUSES,
+    LIVE_STATUSES,
     CommitInput,
     Decision,
     MemoryRecord,
@@ -51,6 +54,7 @@ from memwarden.records import (
     SourceKind,
     Status,
     content_hash,
+    namespace_label,
 )
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
@@ -58,8 +62,6 @@ from memwarden.stores.subjects import resolve_handle
 from memwarden.stores.vectors import index_point
 from workflows.names import REMEMBER_CANDIDATE, SETTLE_PENDING
 
-LIVE = (Status.ACTIVE, Status.STALE)
-FORGOTTEN = (Status.TOMBSTONED, Status.PURGED)
 VECTOR_CACHE_SIZE = 512
 DEDUPE_SCORE_SLACK = 0.01
 """Index scores are float32 cosines: a hit this far under the dedupe threshold is still read back and compared."""
@@ -68,8 +70,9 @@ UNTRUSTED_CONFIDENCE = 0.5
 
 
 def candidate_gone(memory_id: str) -> ApplicationError:
-    """The claim-checked content is gone and nothing was stored: retrying cannot help (non-retryable)."""
-    return ApplicationError(f"candidate {memory_id} is gone", type="CandidateGone", non_retryable=True)
+    """`CandidateGone` as Temporal sees it: retrying cannot help (non-retryable)."""
+    gone = CandidateGone(memory_id)
+    return ApplicationError(str(gone), type=type(gone).__name__, non_retryable=True)
 
 
 PARK_GRACE_ATTEMPTS = 4
@@ -90,16 +93,7 @@ def namespace_filter(c: RememberInput) -> ReadFilter:
         clause = NamespaceClause(scope=Scope.AGENT, owner_ids=(c.owner_id,), agent_id=c.agent_id)
     else:
         clause = NamespaceClause(scope=Scope.USER, owner_ids=(c.owner_id,))
-    return ReadFilter(tenant_id=c.tenant_id, clauses=(clause,), statuses=LIVE)
-
-
-def namespace_label(c: RememberInput | MemoryRecord) -> str:
-    """How audit events name a namespace: ids only."""
-    if c.scope is Scope.SHARED:
-        return f"shared:{c.store}"
-    if c.scope is Scope.AGENT:
-        return f"agent:{c.agent_id}:{c.owner_id}"
-    return f"user:{c.owner_id}"
+    return ReadFilter(tenant_id=c.tenant_id, clauses=(clause,), statuses=tuple(sorted(LIVE_STATUSES)))
 
 
 _AUDIT_NS = uuid.UUID("0b6c1b0e-2f55-4c3e-8f0a-6b1d9a1e7c42")
@@ -275,7 +269,7 @@ class RememberActivities:
             found = await store.get_many(c.tenant_id, [h.memory_id for h in hits])
             for hit in hits:
                 record = found.get(hit.memory_id)
-                if record is not None and record.status in LIVE and record.content is not None:
+                if record is not None and record.status in LIVE_STATUSES and record.content is not None:
                     return self._neighbour(record, text, text_hash, hit.score)
             return None
 
@@ -480,7 +474,7 @@ class RememberActivities:
         live, superseded = await self.deps.store.commit_live(
             record, idempotency_key=c.idempotency_key, audit=event, drop_candidate=c.candidate_ref
         )
-        if live.content is not None and live.status in LIVE:
+        if live.content is not None and live.status in LIVE_STATUSES:
             dense = await self._vector(live.content, live.content_hash)
             await self.deps.index.upsert([index_point(live, dense)])
         if superseded is not None:
@@ -502,7 +496,7 @@ class RememberActivities:
         current = await store.get_memory(c.tenant_id, c.memory_id)
         if current is None:
             raise candidate_gone(c.memory_id)
-        if current.status in FORGOTTEN:  # forgotten while it waited: nothing is left to confirm
+        if current.status in FORGOTTEN_STATUSES:  # forgotten while it waited: nothing is left to confirm
             return RememberResult(decision=Decision.REJECT, reason="forgotten", memory_id=c.memory_id)
         if request.action is SettleAction.CONFIRM:
             if current.status is not Status.PENDING:  # a retry after the promotion landed

@@ -11,10 +11,10 @@ from __future__ import annotations
 from temporalio import activity
 
 from activities.deps import Deps
-from memwarden.records import Status
+from memwarden.records import FORGOTTEN_STATUSES, Status
 from workflows.names import REPLICATE_MEMORY
 
-_NEVER = (Status.PENDING, Status.TOMBSTONED, Status.PURGED)
+_NEVER = frozenset({Status.PENDING, *FORGOTTEN_STATUSES})
 
 
 async def replicate(deps: Deps, tenant_id: str, memory_id: str) -> int:

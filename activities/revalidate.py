@@ -26,6 +26,7 @@ from memwarden import detect, telemetry
 from memwarden.policy import freshness
 from memwarden.policy.conflict import Claim, resolve
 from memwarden.records import (
+    LIVE_STATUSES,
     Consequence,
     Freshness,
     Hit,
@@ -39,6 +40,7 @@ from memwarden.records import (
     SourceKind,
     Status,
     content_hash,
+    namespace_label,
 )
 from memwarden.stores.audit import AuditEventIn, Operation
 from memwarden.stores.cache import invalidation_prefixes
@@ -52,7 +54,6 @@ ACTOR = "system:revalidate"
 _log = logging.getLogger("memwarden.revalidate")
 CONFIRM_BATCH_SECONDS = 0.1
 """Read-time confirmations within this window are written in one transaction, after the reads answered."""
-LIVE = (Status.ACTIVE, Status.STALE)
 _NS = uuid.UUID("7f3c2a61-0d4e-4f55-9a3b-2c8e1b6d5a90")
 
 Outcome = RevalidationOutcome
@@ -64,14 +65,6 @@ def _activity_ids() -> tuple[str | None, str]:
     except RuntimeError:  # called outside an activity (tests of the logic alone)
         return None, str(uuid.uuid4())
     return info.workflow_id, info.workflow_run_id or ""
-
-
-def namespace_label(record: MemoryRecord) -> str:
-    if record.store is not None:
-        return f"shared:{record.store}"
-    if record.agent_id is not None:
-        return f"agent:{record.agent_id}:{record.owner_id}"
-    return f"user:{record.owner_id}"
 
 
 def successor_id(old: MemoryRecord, version: str | None, new_hash: str) -> str:
@@ -515,7 +508,7 @@ class RevalidateActivities:
         """One check of one memory at its source, applied. A memory no longer live, or without a source,
         is skipped; repeating an attempt applies nothing twice (audit ids are per run and attempt)."""
         record = await self.deps.store.get_memory(request.tenant_id, request.memory_id)
-        if record is None or record.status not in LIVE:
+        if record is None or record.status not in LIVE_STATUSES:
             return RevalidateResult(
                 outcome=Outcome.SKIPPED, memory_id=request.memory_id, reason="not_live", attempts=attempt
             )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from temporalio import activity
 
 from activities.deps import Deps
-from memwarden.records import Scope, SummarizeInput, SummarizeResult
+from memwarden.records import Scope, SummarizeInput, SummarizeResult, namespace_label
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
 from memwarden.stores.summaries import claim_summary_request, derive, summary_sources
@@ -45,6 +45,7 @@ class SummaryActivities:
                 actor=actor,
                 operation="summarize",
                 memory_id=record.id,
+                namespace=namespace_label(record),
                 reason="derived_summary",
                 workflow_id=activity.info().workflow_id,
                 details={"content_hash": record.content_hash, "derived_from": len(sources)},

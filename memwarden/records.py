@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -83,16 +83,20 @@ class Status(StrEnum):
     PURGED = "purged"
 
 
-ELIGIBLE_STATUSES: frozenset[Status] = frozenset({Status.ACTIVE, Status.STALE})
-"""Only these may be retrieved (stale only under the freshness policy)."""
+LIVE_STATUSES: frozenset[Status] = frozenset({Status.ACTIVE, Status.STALE})
+"""A memory's current value: it holds its slot (at most one live value per slot per namespace, a unique
+index in the store), it is indexed, and it may be edited. A pending write is not live until confirmed."""
 
-LIVE_STATUSES: frozenset[Status] = frozenset({Status.PENDING, Status.ACTIVE, Status.STALE})
-"""States that still hold a slot's value: at most one live value per slot per namespace."""
+ELIGIBLE_STATUSES: frozenset[Status] = LIVE_STATUSES
+"""Only live memories may be retrieved (stale ones only under the freshness policy)."""
+
+FORGOTTEN_STATUSES: frozenset[Status] = frozenset({Status.TOMBSTONED, Status.PURGED})
+"""Forgotten by a deletion: nothing may confirm, restore or index them again."""
 
 CONTENT_GONE_STATUSES: frozenset[Status] = frozenset({Status.EXPIRED, Status.TOMBSTONED, Status.PURGED})
 """Content removed or being removed: nothing left to retain, correct or restore."""
 
-_FORGETTABLE = frozenset(s for s in Status if s not in (Status.PURGED, Status.TOMBSTONED))
+_FORGETTABLE = frozenset(s for s in Status if s not in FORGOTTEN_STATUSES)
 
 TRANSITIONS: dict[Status, frozenset[Status]] = {
     Status.PENDING: frozenset({Status.ACTIVE, Status.REJECTED}),
@@ -200,6 +204,33 @@ class Namespace(BaseModel):
     owner_id: str
     agent_id: str | None = None
     store: str | None = None
+
+
+class Namespaced(Protocol):
+    """Anything that names a namespace: a `Namespace`, a `MemoryRecord`, a `RememberInput`, a memory row."""
+
+    @property
+    def scope(self) -> str: ...
+    @property
+    def owner_id(self) -> str: ...
+    @property
+    def agent_id(self) -> str | None: ...
+    @property
+    def store(self) -> str | None: ...
+
+
+def namespace_label(of: Namespaced) -> str:
+    """How the audit log names a namespace, on every path that records an event about it (ids only).
+
+    `user:OWNER`, `agent:AGENT:OWNER` or `shared:STORE`, by scope. The store turns the owner into a
+    keyed hash on append (`memwarden.stores.audit.Pseudonymizer.namespace`, which parses this form), so
+    one namespace carries one label across remember, settle, correct, revalidate and forget alike.
+    """
+    if of.scope == Scope.SHARED:
+        return f"shared:{of.store}"
+    if of.scope == Scope.AGENT:
+        return f"agent:{of.agent_id}:{of.owner_id}"
+    return f"user:{of.owner_id}"
 
 
 class MemoryRecord(BaseModel):

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 from memwarden.embed import Embedder
-from memwarden.records import SinkEvidence, Status
+from memwarden.records import LIVE_STATUSES, SinkEvidence
 from memwarden.stores.cache import Cache
 from memwarden.stores.forget import ForgetStore
 from memwarden.stores.replicas import ReplicaStore
@@ -201,13 +201,13 @@ class SummarySink:
         for summary, sources in await summaries_touching(self.store, lineage.tenant_id, lineage.memory_ids):
             if summary.content is None:
                 continue
-            if summary.id not in forgotten and summary.status in (Status.ACTIVE, Status.STALE):
+            if summary.id not in forgotten and summary.status in LIVE_STATUSES:
                 remaining = [i for i in sources if i not in forgotten]
                 records = await self.store.get_many(lineage.tenant_id, remaining)
                 live = [
                     records[i]
                     for i in remaining
-                    if i in records and records[i].status in (Status.ACTIVE, Status.STALE) and records[i].content
+                    if i in records and records[i].status in LIVE_STATUSES and records[i].content
                 ]
                 live.sort(key=lambda r: (r.created_at, r.id), reverse=True)
                 if live:

@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 from memwarden.config import Settings
 from memwarden.forget import subject_key
+from memwarden.records import Namespace, Scope, namespace_label
 from memwarden.stores.audit import AuditEvent, Pseudonymizer
 from memwarden.stores.sql import SqlStore, open_store
 
@@ -101,6 +102,7 @@ def audit_pseudonym(settings: Settings, tenant: str, value: str) -> int:
     """What an auditor holding the key looks for: the stored forms of one id (events and receipts)."""
     pseudonyms = Pseudonymizer(subject_key(settings.auth_secret_value))
     print(f"as actor:          {pseudonyms.actor(tenant, value)}")
-    print(f"as namespace:      {pseudonyms.namespace(tenant, f'user:{value}')}")
+    namespace = namespace_label(Namespace(tenant_id=tenant, scope=Scope.USER, owner_id=value))
+    print(f"as namespace:      {pseudonyms.namespace(tenant, namespace)}")
     print(f"as subject_hash:   {pseudonyms.subject(tenant, value)[1:]}")
     return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memwarden.records import Status
+from memwarden.records import LIVE_STATUSES, Status
 
 TYPES = {
     "preference": "Preference",
@@ -140,6 +140,6 @@ def status_group(status: str) -> str:
     value = Status(status)
     if value is Status.PENDING:
         return "pending"
-    if value in (Status.ACTIVE, Status.STALE):
+    if value in LIVE_STATUSES:
         return "live"
     return "past"

@@ -29,7 +29,7 @@ from api.routes.export import audited_export, subject_filter
 from api.schemas import MemoryPatchIn, SettingsIn
 from api.state import ApiState
 from memwarden.identity import AuthError, Role
-from memwarden.records import MemoryRecord, Status
+from memwarden.records import LIVE_STATUSES, MemoryRecord, Status
 
 router = APIRouter(prefix="/me", include_in_schema=False)
 STATIC_DIR = Path(__file__).parent / "static"
@@ -38,8 +38,8 @@ _CODE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 _ID = re.compile(r"^[A-Za-z0-9_.:-]{1,256}$")
 FILTERS = {
     "all": tuple(s for s in Status if s is not Status.PENDING),
-    "live": (Status.ACTIVE, Status.STALE),
-    "past": tuple(s for s in Status if s not in (Status.PENDING, Status.ACTIVE, Status.STALE)),
+    "live": tuple(sorted(LIVE_STATUSES)),
+    "past": tuple(s for s in Status if s is not Status.PENDING and s not in LIVE_STATUSES),
 }
 """The list's filters; pending writes are always shown on their own, above the list, until settled."""
 FINAL_DELETION = ("verified", "failed")
@@ -241,7 +241,7 @@ async def edit_form(request: Request, memory_id: str) -> Response:
     record = await _own(request, gate.session, memory_id)
     if record is None:
         return _not_found(request, gate.session)
-    return _page(request, gate.session, "edit.html", memory=record, editable=record.status in correct.EDITABLE)
+    return _page(request, gate.session, "edit.html", memory=record, editable=record.status in LIVE_STATUSES)
 
 
 @router.post("/memories/{memory_id}/edit")

@@ -24,16 +24,16 @@ from api.telemetry import traced
 from memwarden import randomness
 from memwarden.identity import Principal, Role
 from memwarden.records import (
+    LIVE_STATUSES,
     Decision,
     MemoryRecord,
     MemoryType,
     Provenance,
     RememberInput,
-    Scope,
     SourceKind,
-    Status,
     WriteReason,
     content_hash,
+    namespace_label,
 )
 from memwarden.stores.audit import AuditEventIn, Operation
 from memwarden.telemetry import UPDATE_MEMORY
@@ -41,7 +41,6 @@ from memwarden.telemetry import UPDATE_MEMORY
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
 _PATCH_NS = uuid.UUID("2d8f3f0a-96c4-4a5e-bb7e-3f6b0c1d2e47")
-EDITABLE = (Status.ACTIVE, Status.STALE)
 USER_REASONS = frozenset(
     {WriteReason.USER_EXPLICIT_PREFERENCE.value, WriteReason.USER_STATED_FACT.value, WriteReason.TASK_OUTCOME.value}
 )
@@ -69,14 +68,6 @@ async def owned_memory(state: ApiState, caller: Principal, memory_id: str) -> Me
     if record is None or caller.role is not Role.USER or record.owner_id != caller.sub:
         raise Problem(404, "not_found", "no such memory", field="memory_id")
     return record
-
-
-def _namespace(record: MemoryRecord) -> str:
-    if record.scope is Scope.SHARED:
-        return f"shared:{record.store}"
-    if record.scope is Scope.AGENT:
-        return f"agent:{record.agent_id}:{record.owner_id}"
-    return f"user:{record.owner_id}"
 
 
 @router.patch("/{memory_id}", response_model=RememberOut)
@@ -118,7 +109,7 @@ async def patch_memory(
         replay = await _replay(state, workflow_id, scoped_key, caller.tenant, digest)
         if replay is not None:
             return replay
-    if record.status not in EDITABLE:
+    if record.status not in LIVE_STATUSES:
         raise Problem(
             409,
             "not_live",
@@ -130,7 +121,7 @@ async def patch_memory(
     now = datetime.now(UTC)
     if record.slot is None:
         adopted = await state.store.adopt_slot(caller.tenant, record.id, edit_slot(record.id), now=now)
-        if adopted is None or adopted.status not in EDITABLE:
+        if adopted is None or adopted.status not in LIVE_STATUSES:
             raise _gone(adopted)
         record = adopted
     request = RememberInput(
@@ -167,7 +158,7 @@ async def patch_memory(
             actor=caller.actor,
             operation=Operation.UPDATE,
             memory_id=record.id,
-            namespace=_namespace(record),
+            namespace=namespace_label(record),
             reason="owner_correction",
             workflow_id=workflow_id,
             hash_before=record.content_hash,

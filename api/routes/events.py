@@ -27,7 +27,7 @@ from api.problems import Problem
 from api.state import Caller, State
 from api.telemetry import traced
 from memwarden.identity import Role
-from memwarden.records import InvalidateInput, MemoryRecord, SourceChange, SourceEvent
+from memwarden.records import InvalidateInput, MemoryRecord, SourceChange, SourceEvent, namespace_label
 from memwarden.stores.audit import AuditEventIn, Operation
 from memwarden.stores.revalidation import RevalidationStore
 from memwarden.telemetry import REVALIDATE_MEMORY
@@ -141,6 +141,7 @@ async def post_event(request: Request, state: State, caller: Caller) -> EventAcc
             actor=caller.actor,
             operation=Operation.REVALIDATE,
             memory_id=record.id,
+            namespace=namespace_label(record),
             reason="source_changed" if change is SourceChange.CHANGED else "source_deleted",
             workflow_id=workflow_id,
             hash_before=record.content_hash or None,

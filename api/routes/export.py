@@ -22,7 +22,7 @@ from api.schemas import MemoryOut
 from api.state import ApiState, Caller, State
 from memwarden.forget import subject_hash
 from memwarden.identity import Role
-from memwarden.records import MemoryRecord, NamespaceClause, ReadFilter, Scope, Status
+from memwarden.records import MemoryRecord, Namespace, NamespaceClause, ReadFilter, Scope, Status, namespace_label
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.sql_models import deletions
 
@@ -101,7 +101,7 @@ async def audited_export(state: ApiState, actor: str, tenant: str, owner: str) -
             tenant_id=tenant,
             actor=actor,
             operation="export",
-            namespace=f"user:{owner}",
+            namespace=namespace_label(Namespace(tenant_id=tenant, scope=Scope.USER, owner_id=owner)),
             reason="subject_access",
             details={"memories": len(document["memories"]), "deletions": len(document["deletions"])},
         )

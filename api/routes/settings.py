@@ -11,6 +11,7 @@ from api.problems import Problem
 from api.schemas import SettingsIn, SettingsOut
 from api.state import ApiState, Caller, State
 from memwarden.identity import Principal, Role
+from memwarden.records import Namespace, Scope, namespace_label
 from memwarden.stores.audit import AuditEventIn
 
 router = APIRouter(prefix="/v1/settings", tags=["settings"])
@@ -45,7 +46,7 @@ async def put_settings(state: State, caller: Caller, body: Annotated[SettingsIn,
             tenant_id=caller.tenant,
             actor=caller.actor,
             operation="settings",
-            namespace=f"user:{owner}",
+            namespace=namespace_label(Namespace(tenant_id=caller.tenant, scope=Scope.USER, owner_id=owner)),
             reason="memory_enabled" if body.memory_enabled else "memory_disabled",
         )
     )

@@ -123,7 +123,9 @@ class Pseudonymizer:
         return f"{role}:{PSEUDONYM_MARK}{subject_hash(self._key, tenant_id, actor)}"
 
     def namespace(self, tenant_id: str, namespace: str | None) -> str | None:
-        """`user:O` / `agent:A:O` -> the owner O hashed; `shared:S` (a store's name) stays; else all hashed."""
+        """`user:O` / `agent:A:O` -> the owner O hashed; `shared:S` (a store's name) stays; else all hashed.
+
+        The inverse reading of `memwarden.records.namespace_label`, the one way a namespace is named."""
         if namespace is None:
             return None
         scope, sep, rest = namespace.partition(":")
@@ -163,15 +165,6 @@ def _check_detail_keys(value: object) -> None:
     elif isinstance(value, list | tuple):
         for item in value:
             _check_detail_keys(item)
-
-
-def namespace_label(scope: str, owner_id: str, agent_id: str | None = None, store: str | None = None) -> str:
-    """How audit events name a memory's namespace (ids only; the store hashes the owner on append)."""
-    if scope == "shared":
-        return f"shared:{store}"
-    if scope == "agent":
-        return f"agent:{agent_id}:{owner_id}"
-    return f"user:{owner_id}"
 
 
 def canonical_json(event: AuditEventIn) -> str:

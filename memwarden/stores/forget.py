@@ -35,8 +35,8 @@ from memwarden.forget import (
     subject_ref_prefix,
 )
 from memwarden.policy.retention import DEFAULT_CLASSES, RetentionClass
-from memwarden.records import Scope, Status
-from memwarden.stores.audit import AuditEventIn, Operation, namespace_label
+from memwarden.records import FORGOTTEN_STATUSES, Scope, Status, namespace_label
+from memwarden.stores.audit import AuditEventIn, Operation
 from memwarden.stores.cache import invalidation_prefixes, tenant_prefix
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.sql_models import (
@@ -254,8 +254,7 @@ class ForgetStore:
         async with self.store.transaction() as conn:
             await self._drop_subject_refs(conn, tenant_id, selector, subject_hash)
             rows = await self._rows(conn, tenant_id, selector, now)
-            gone = (Status.TOMBSTONED.value, Status.PURGED.value)
-            fresh = [r for r in rows if r.status not in gone and r.purged_at is None]
+            fresh = [r for r in rows if Status(r.status) not in FORGOTTEN_STATUSES and r.purged_at is None]
             if not fresh:
                 existing = await self._existing(conn, tenant_id, selector_key, [r.id for r in rows])
                 if existing is not None:
@@ -323,7 +322,7 @@ class ForgetStore:
                         actor=requester,
                         operation=operation,
                         memory_id=r.id,
-                        namespace=namespace_label(r.scope, r.owner_id, r.agent_id, r.store),
+                        namespace=namespace_label(r),
                         reason=reason,
                         workflow_id=f"forget-{did}",
                         deletion_id=did,

@@ -19,7 +19,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from memwarden.records import MemoryRecord, Status
+from memwarden.records import FORGOTTEN_STATUSES, MemoryRecord, Status
 from memwarden.stores.sql_models import UTCDateTime
 
 replica_metadata = sa.MetaData()
@@ -44,7 +44,7 @@ replica_memories = sa.Table(
     sa.Index("ix_replica_memories_tenant_id", "tenant_id"),
 )
 
-_TOMBSTONES = (Status.TOMBSTONED.value, Status.PURGED.value)
+_TOMBSTONES = tuple(sorted(s.value for s in FORGOTTEN_STATUSES))
 _CHUNK = 500
 
 

@@ -27,7 +27,8 @@ from memwarden.stores.sql import (
 )
 from memwarden.stores.sql_models import memories
 
-LIVE = (Status.ACTIVE.value, Status.STALE.value)
+_LIVE = tuple(sorted(s.value for s in LIVE_STATUSES))
+"""`LIVE_STATUSES` as stored, for SQL."""
 AuditFor = Callable[[MemoryRecord], AuditEventIn]
 
 
@@ -46,7 +47,7 @@ class RevalidationStore:
     async def dependents(self, tenant_id: str, system: str, key: str) -> list[MemoryRecord]:
         """Live memories (active or stale) that cite this source record."""
         m = memories.c
-        stmt = sa.select(memories).where(self._by_source(tenant_id, system, key), m.status.in_(LIVE))
+        stmt = sa.select(memories).where(self._by_source(tenant_id, system, key), m.status.in_(_LIVE))
         async with self.store.engine.connect() as conn:
             return [_row_to_record(r) for r in (await conn.execute(stmt)).mappings()]
 
@@ -56,7 +57,7 @@ class RevalidationStore:
         """A source announced a change: its dependents become `stale` (changed) or `invalidated` (deleted)
         before anyone can read them again. Returns the ids it moved; repeating the event moves none."""
         m = memories.c
-        sources = (Status.ACTIVE.value,) if change is SourceChange.CHANGED else LIVE
+        sources = (Status.ACTIVE.value,) if change is SourceChange.CHANGED else _LIVE
         target = Status.STALE if change is SourceChange.CHANGED else Status.INVALIDATED
         moved: list[str] = []
         async with self.store.transaction() as conn:
@@ -107,7 +108,7 @@ class RevalidationStore:
             rows = []
             if wanted:
                 rows = (
-                    (await conn.execute(sa.select(memories).where(m.id.in_(list(wanted)), m.status.in_(LIVE))))
+                    (await conn.execute(sa.select(memories).where(m.id.in_(list(wanted)), m.status.in_(_LIVE))))
                     .mappings()
                     .all()
                 )
@@ -163,7 +164,7 @@ class RevalidationStore:
             if existing is not None:
                 return existing  # a retried activity: the supersession already happened
             current = await _select_memory(conn, old.tenant_id, old.id)
-            if current is None or current.status.value not in LIVE or current.version != old.version:
+            if current is None or current.status not in LIVE_STATUSES or current.version != old.version:
                 return None  # moved on since the source was asked
             if not await _mark_superseded(conn, current, by=new.id, at=new.updated_at):
                 return None
@@ -183,7 +184,7 @@ class RevalidationStore:
                 return None
             if current.status is Status.INVALIDATED:
                 return current
-            if current.status not in LIVE_STATUSES or current.status is Status.PENDING:
+            if current.status not in LIVE_STATUSES:
                 return None
             if current.version != record.version:
                 return None  # moved on since the source was asked
@@ -215,7 +216,7 @@ class RevalidationStore:
             sa.select(m.tenant_id, m.id)
             .where(
                 m.source_ref.is_not(None),
-                m.status.in_(LIVE),
+                m.status.in_(_LIVE),
                 sa.or_(*volatile),
                 confirmed < confirmed_before,
             )

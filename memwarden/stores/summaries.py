@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from memwarden.embed import Embedder
 from memwarden.records import (
+    LIVE_STATUSES,
     MemoryRecord,
     MemoryType,
     Scope,
@@ -113,7 +114,7 @@ async def summary_sources(store: SqlStore, tenant_id: str, owner_id: str) -> lis
                     m.owner_id == owner_id,
                     m.scope == Scope.USER.value,
                     m.type == MemoryType.EPISODIC.value,
-                    m.status.in_([Status.ACTIVE.value, Status.STALE.value]),
+                    m.status.in_(sorted(s.value for s in LIVE_STATUSES)),
                     m.content.is_not(None),
                 )
                 .order_by(m.created_at.desc(), m.id.desc())
@@ -165,7 +166,7 @@ async def derive(
         provenance={"writer": f"{actor}|{summarizer.name}"},  # type: ignore[arg-type]
     )
     live, _ = await store.commit_live(record, derived_from=sorted(ids))
-    if live.status in (Status.ACTIVE, Status.STALE) and live.content is not None:
+    if live.status in LIVE_STATUSES and live.content is not None:
         [dense] = await asyncio.to_thread(embedder.embed, [live.content])
         await index.upsert([index_point(live, dense)])
     return live

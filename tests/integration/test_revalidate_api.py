@@ -150,6 +150,7 @@ async def stack(tmp_path_factory: pytest.TempPathFactory, src: SourceServer) -> 
             invalidate_coalesce_seconds=1.5,
             invalidate_quiet_seconds=1.0,
             revalidation_background_attempts=8,
+            retention_classes={"standard": {}, "legal-hold": {"hold": True}},  # one audit path among the others
         ) as s,
         httpx.AsyncClient(base_url=s.base_url, timeout=30) as http,
     ):
@@ -658,3 +659,125 @@ async def test_an_answer_from_before_a_change_event_never_undoes_it(stack: Stack
     assert after is not None and after.status is Status.STALE and after.version == held.version + 1
     confirmed = await store.confirm([(after, "v1")], now, audit)  # asked after the event: applies
     assert confirmed[held.id].status is Status.ACTIVE
+
+
+# -- one namespace, one label, whichever path records the event ----------------------------------
+
+
+async def test_every_audit_event_about_one_namespace_carries_its_one_label(stack: Stack) -> None:
+    """Remember, settle, correct, revalidate (at read, by event, in the background), retention, summarize,
+    settings, export and forget each record events about alice's namespace; all of them name it alike."""
+    from memwarden.forget import subject_key
+    from memwarden.records import Namespace, Scope, namespace_label
+    from memwarden.stores.audit import Pseudonymizer
+    from memwarden.stores.summaries import park_summary_request
+    from workflows.summarize import SummarizeWorkflow
+
+    t, k = tenant(), key()
+    agent, alice, ops = stack.agent(t), stack.auth(t, "alice"), stack.auth(t, "ops-1", "operator")
+
+    async def remember(headers: dict[str, str], content: str, **fields: Any) -> dict[str, Any]:
+        body = {"content": content, "type": "fact", "source_kind": "user", "reason": "user_stated_fact"} | fields
+        answer = await stack.http.post("/v1/memories", headers=headers, json=body)
+        assert answer.status_code == 200, answer.text
+        return answer.json()  # type: ignore[no-any-return]
+
+    # Remember a source-backed fact; a read checks it at its source (read-time revalidation).
+    stack.src.put(k, "synthetic: the wheel class meets on mondays", "v1")
+    sourced = await remember(
+        agent,
+        "synthetic: the wheel class meets on mondays",
+        source_ref={"system": "programs", "key": k, "version": "v1"},
+    )
+    assert sourced["decision"] == "ADD", sourced
+    out = await stack.search(agent, query="when does the wheel class meet", consequence="high")
+    assert any(r["memory_id"] == sourced["memory_id"] and r["freshness"] == "verified" for r in out["results"])
+
+    async def confirmed_at_read() -> bool:
+        trail = await stack.audit(t, sourced["memory_id"])
+        return any(e["operation"] == "revalidate" and e["details"]["trigger"] == "read_time" for e in trail)
+
+    await eventually(confirmed_at_read)
+    # The source moves it: the event marks it stale, the background check replaces it.
+    stack.src.put(k, "synthetic: the wheel class meets on thursdays", "v2")
+    assert (await stack.event(t, k, version="v2")).status_code == 202
+
+    async def replaced() -> bool:
+        dependents = await live_for(stack, t, "programs", k)
+        return len(dependents) == 1 and dependents[0].id != sourced["memory_id"]
+
+    await eventually(replaced)
+    # Settle: a staged behaviour change, confirmed by its owner.
+    staged = await remember(
+        agent, "From now on always reply to Alice in Portuguese", type="procedural", reason="user_explicit_preference"
+    )
+    assert staged["decision"] == "PENDING", staged
+    confirmed = await stack.http.post(f"/v1/memories/{staged['memory_id']}/confirm", headers=alice)
+    assert confirmed.status_code == 200 and confirmed.json()["decision"] == "ADD", confirmed.text
+    # Correct, then put the correction under a legal hold.
+    colour = await remember(agent, "Alice's favourite glaze colour is celadon", slot="user.glaze")
+    patched = await stack.http.patch(
+        f"/v1/memories/{colour['memory_id']}",
+        headers=alice,
+        json={"content": "Alice's favourite glaze colour is tenmoku"},
+    )
+    assert patched.status_code == 200 and patched.json()["decision"] == "UPDATE", patched.text
+    held = await stack.http.put(
+        f"/v1/memories/{patched.json()['memory_id']}/retention", headers=ops, json={"retention_class": "legal-hold"}
+    )
+    assert held.status_code == 200, held.text
+    # Summarize two episodes; switch memory on (a settings event), export, forget one memory.
+    for day in ("monday", "tuesday"):
+        await remember(agent, f"synthetic: alice trimmed a bowl on {day}", type="episodic", reason="task_outcome")
+    key_bytes = subject_key(stack.settings.auth_secret_value)
+    summary = await stack.temporal.execute_workflow(
+        SummarizeWorkflow.run,
+        await park_summary_request(stack.deps.store, key_bytes, tenant_id=t, owner_id="alice", actor="user:alice"),
+        id=f"summarize-{uuid.uuid4()}",
+        task_queue=stack.settings.temporal_task_queue,
+    )
+    assert summary.summary_id is not None
+    assert (await stack.http.put("/v1/settings", headers=alice, json={"memory_enabled": True})).status_code == 200
+    assert (await stack.http.get("/v1/export", headers=alice)).status_code == 200
+    forgotten = await stack.http.delete(f"/v1/memories/{staged['memory_id']}", headers=alice)
+    assert forgotten.status_code == 202, forgotten.text
+
+    events: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        params: dict[str, Any] = {"limit": 200} | ({"cursor": cursor} if cursor else {})
+        page = await stack.http.get("/v1/audit", headers=ops, params=params)
+        assert page.status_code == 200, page.text
+        events += page.json()["items"]
+        cursor = page.json()["next_cursor"]
+        if cursor is None:
+            break
+
+    def recorded(event: dict[str, Any]) -> str | None:
+        """Which path recorded an event (None: one that is about no single namespace)."""
+        op, reason, details = event["operation"], event["reason"], event["details"] or {}
+        if op == "revalidate":
+            return f"revalidate:{details.get('trigger')}:{'api' if event['actor'] == 'system:programs' else 'worker'}"
+        if op == "update" and "retention_class_to" in details:
+            return "retention"
+        if op == "update" and reason == "owner_correction":
+            return "correct"
+        return None if op in ("read", "forget_requested", "forget_receipt") else op
+
+    by_path: dict[str, set[str | None]] = {}
+    for event in events:
+        path = recorded(event)
+        if path is None:
+            assert event["memory_id"] is None and event["namespace"] is None, event
+        else:
+            by_path.setdefault(path, set()).add(event["namespace"])
+    expected = Pseudonymizer(key_bytes).namespace(
+        t, namespace_label(Namespace(tenant_id=t, scope=Scope.USER, owner_id="alice"))
+    )
+    assert expected is not None and expected.startswith("user:~")
+    paths = {
+        "create", "update", "stage", "confirm", "correct", "retention", "summarize", "settings", "export", "delete",
+        "revalidate:read_time:worker", "revalidate:event:api", "revalidate:event:worker",
+    }  # fmt: skip
+    assert paths <= set(by_path), sorted(by_path)
+    assert {path: labels for path, labels in by_path.items() if labels != {expected}} == {}

@@ -1,0 +1,265 @@
+"""Engines, connections and transactions: what differs between SQLite and PostgreSQL lives here.
+
+The rest of the store asks for `_read()` or `_write()` and runs the same statements on both dialects.
+Writes are serialized where they must be: every SQLite write transaction is `BEGIN IMMEDIATE` (the
+database write lock, across processes), and migrations take a PostgreSQL advisory lock, so two
+processes may migrate at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import event
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from memwarden.stores.sqlite_inline import inline_creator
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+_IMMEDIATE = "memwarden_sqlite_immediate"
+"""Execution option: open this SQLite transaction with BEGIN IMMEDIATE (take the write lock now)."""
+_AUTOCOMMIT_READ = "memwarden_sqlite_autocommit_read"
+"""Execution option: a read of one statement (or of independent chunks) runs in SQLite's autocommit mode.
+A single SELECT is its own consistent snapshot; an explicit BEGIN would add a statement round trip per
+read, and a GIL release the event loop waits behind (see `memwarden.randomness`)."""
+
+_MIGRATE_LOCK_KEY = 0x6D77_6D69_6772_6174
+"""pg_advisory_xact_lock key held while migrating ("mwmigrat")."""
+_MIGRATE_SQLITE_ATTEMPTS = 12
+"""Attempts, each waiting up to the 5 s busy timeout: about a minute for another process's migration."""
+_PING_TIMEOUT = 2.0
+
+
+async def create_engines(url: str, *, schema: str | None = None) -> tuple[AsyncEngine, AsyncEngine | None]:
+    """The engine for an async URL (sqlite+aiosqlite or postgresql+asyncpg), and on SQLite a second one
+    whose commits do not wait for the disk (see `SqlEngine._write`).
+
+    `schema` (PostgreSQL only) puts every table in that schema via the search_path.
+    """
+    sa_url = make_url(url)
+    ephemeral: AsyncEngine | None = None
+    backend = sa_url.get_backend_name()
+    if backend == "sqlite":
+        if schema is not None:
+            raise ValueError("schema is a PostgreSQL option")
+        if sa_url.drivername == "sqlite":
+            sa_url = sa_url.set(drivername="sqlite+aiosqlite")
+        database = sa_url.database or ""
+        if database in ("", ":memory:") or database.startswith("file:"):
+            raise ValueError("SQLite needs a file path (in-memory databases are per-connection)")
+        await asyncio.to_thread(_ensure_parent_dir, database)
+        # Statements run on the event loop's thread unless they may wait (memwarden.stores.sqlite_inline).
+        engine = create_async_engine(sa_url, async_creator=inline_creator(database, durable=True))
+        event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
+        event.listen(engine.sync_engine, "begin", _sqlite_on_begin)
+        ephemeral = create_async_engine(sa_url, async_creator=inline_creator(database, durable=False))
+        event.listen(ephemeral.sync_engine, "connect", _sqlite_on_connect_ephemeral)
+        event.listen(ephemeral.sync_engine, "begin", _sqlite_on_begin)
+    elif backend == "postgresql":
+        if sa_url.drivername == "postgresql":
+            sa_url = sa_url.set(drivername="postgresql+asyncpg")
+        connect_args: dict[str, Any] = {}
+        if schema is not None:
+            connect_args["server_settings"] = {"search_path": schema}
+        engine = create_async_engine(
+            sa_url,
+            pool_size=5,
+            max_overflow=5,
+            pool_pre_ping=True,
+            pool_recycle=1800,
+            connect_args=connect_args,
+        )
+    else:
+        raise ValueError(f"unsupported database backend: {backend}")
+    return engine, ephemeral
+
+
+class SqlEngine:
+    """The engine(s) of one store, and the read and write connections every part of it runs on."""
+
+    def __init__(self, engine: AsyncEngine, ephemeral: AsyncEngine | None = None) -> None:
+        self._engine = engine
+        self._ephemeral = ephemeral
+        """SQLite only: connections with synchronous=NORMAL, for writes that need not survive a power cut."""
+        self._write_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """The underlying engine, for code that needs a query this repository does not offer."""
+        return self._engine
+
+    @property
+    def dialect(self) -> str:
+        """'sqlite' or 'postgresql': the few places that differ (upserts, locks) branch on it."""
+        return self._engine.dialect.name
+
+    async def migrate(self) -> None:
+        """Upgrade to the newest schema; a no-op when current; safe from several processes at once.
+
+        Three locks: one per process around Alembic (its `context`/`op` are process globals, so
+        two migrations interleaving on one event loop would cross wires), then the database's
+        own: PostgreSQL's advisory transaction lock, or SQLite's write lock (BEGIN IMMEDIATE),
+        taken before Alembic reads the version table. A SQLite lock wait that outlasts the busy
+        timeout (another process running a long migration) is retried.
+        """
+        async with _alembic_guard():
+            for attempt in range(_MIGRATE_SQLITE_ATTEMPTS):
+                try:
+                    async with self._write() as conn:
+                        if self.dialect == "postgresql":
+                            await conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATE_LOCK_KEY})
+                        else:
+                            await conn.execute(sa.text("SELECT 1"))  # BEGIN IMMEDIATE happens here
+                        await conn.run_sync(_upgrade_head)
+                    return
+                except OperationalError as exc:
+                    locked = self.dialect == "sqlite" and "locked" in str(exc.orig)
+                    if not locked or attempt == _MIGRATE_SQLITE_ATTEMPTS - 1:
+                        raise
+
+    async def close(self) -> None:
+        await self._engine.dispose()
+        if self._ephemeral is not None:
+            await self._ephemeral.dispose()
+
+    async def ping(self) -> bool:
+        """Readiness: True when a trivial query answers within `_PING_TIMEOUT` seconds."""
+        try:
+            async with asyncio.timeout(_PING_TIMEOUT), self._engine.connect() as conn:
+                await conn.execute(sa.text("SELECT 1"))
+        except Exception:  # any failure means "not ready"; callers only need the boolean
+            return False
+        return True
+
+    @asynccontextmanager
+    async def _read(self, *, single_statement: bool = False) -> AsyncIterator[AsyncConnection]:
+        """A read connection; `single_statement`: the caller runs one statement (or chunks that need no
+        common snapshot), so on SQLite no transaction is opened for it."""
+        async with self._engine.connect() as conn:
+            if single_statement:
+                await conn.execution_options(**{_AUTOCOMMIT_READ: True})
+            yield conn
+
+    @asynccontextmanager
+    async def _write(self, *, durable: bool = True) -> AsyncIterator[AsyncConnection]:
+        """One write transaction; on SQLite it holds the write lock from its first statement.
+
+        SQLite has one writer at a time. Writers of this process queue on an asyncio lock first, so the
+        next one starts the moment the last commits; left to SQLite's busy handler they would each sleep
+        in steps of up to 100 ms in a pool thread and, under load, wait out the busy timeout. Other
+        processes are still kept out by BEGIN IMMEDIATE and the busy timeout.
+
+        `durable=False`: the commit may be lost in a power cut (never in a process crash), and in
+        exchange does not wait for the disk: SQLite commits on a synchronous=NORMAL connection (the
+        WAL is not fsynced; the next durable commit's fsync covers it), PostgreSQL with
+        `synchronous_commit = off` for this transaction only. Only for rows that are worthless after
+        a restart anyway (a search query parked for the few milliseconds of its search).
+        """
+        if self.dialect != "sqlite":
+            async with self._engine.connect() as conn, conn.begin():
+                if not durable:
+                    await conn.execute(sa.text("SET LOCAL synchronous_commit TO OFF"))
+                yield conn
+            return
+        engine = self._engine if durable or self._ephemeral is None else self._ephemeral
+        async with self._write_lock(), engine.connect() as conn:
+            await conn.execution_options(**{_IMMEDIATE: True})
+            async with conn.begin():
+                yield conn
+
+    def _write_lock(self) -> asyncio.Lock:
+        """This event loop's SQLite writer lock (a store may outlive one loop, as in tests)."""
+        loop = asyncio.get_running_loop()
+        lock = self._write_locks.get(loop)
+        if lock is None:
+            lock = self._write_locks[loop] = asyncio.Lock()
+        return lock
+
+    def transaction(self) -> Any:
+        """One write transaction (SQLite: holding the write lock), for repositories built on this store."""
+        return self._write()
+
+    def insert(self, table: sa.Table) -> sqlite.Insert | postgresql.Insert:
+        """The dialect's INSERT with ON CONFLICT, for repositories built on this store."""
+        return self._insert(table)
+
+    def _insert(self, table: sa.Table) -> sqlite.Insert | postgresql.Insert:
+        """The dialect's INSERT, which has ON CONFLICT on both SQLite and PostgreSQL."""
+        return postgresql.insert(table) if self.dialect == "postgresql" else sqlite.insert(table)
+
+
+_ALEMBIC_LOCK = threading.Lock()
+
+
+@asynccontextmanager
+async def _alembic_guard() -> AsyncIterator[None]:
+    """Process-wide mutual exclusion for Alembic, usable from any event loop or thread.
+
+    Polls a non-blocking acquire so a cancelled waiter never ends up holding the lock.
+    """
+    # not an asyncio.Event: those belong to one loop, and this must hold across loops and threads
+    while not _ALEMBIC_LOCK.acquire(blocking=False):  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
+    try:
+        yield
+    finally:
+        _ALEMBIC_LOCK.release()
+
+
+def _upgrade_head(connection: Connection) -> None:
+    """Alembic upgrade on a connection that is already inside the locked migration transaction."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR).replace("%", "%%"))
+    config.attributes["connection"] = connection
+    command.upgrade(config, "head")
+
+
+def _ensure_parent_dir(database: str) -> None:
+    Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+
+
+def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
+    """Per-connection SQLite settings; transactions are begun by us (see `_sqlite_on_begin`)."""
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA busy_timeout=5000")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA secure_delete=ON")
+    finally:
+        cursor.close()
+
+
+def _sqlite_on_connect_ephemeral(dbapi_connection: Any, record: Any) -> None:
+    """`_sqlite_on_connect`, then commits that do not wait for the disk (see `SqlEngine._write`)."""
+    _sqlite_on_connect(dbapi_connection, record)
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA synchronous=NORMAL")
+    finally:
+        cursor.close()
+
+
+def _sqlite_on_begin(conn: Connection) -> None:
+    """Writes take the database lock up front, so read-then-write never races another process; a
+    single-statement read opens no transaction at all (`_AUTOCOMMIT_READ`)."""
+    options = conn.get_execution_options()
+    if options.get(_AUTOCOMMIT_READ):
+        return
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get(_IMMEDIATE) else "BEGIN")
