@@ -130,6 +130,13 @@ class Settings(BaseSettings):
         description="Port for the worker's /healthz and /readyz (probes); unset: no listener.",
     )
     worker_health_host: str = Field(default="0.0.0.0", description="Listen address of the worker's health port.")
+    readiness_timeout_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        le=60,
+        description="How long the API's /readyz waits for each check (Temporal, the store, a worker's index) "
+        "before it reports that one down.",
+    )
     worker_shutdown_grace_seconds: float = Field(
         default=20.0,
         ge=0,

@@ -30,11 +30,25 @@ from memwarden.records import (
 from memwarden.stores.vectors import index_point
 from tests.stack_support import Stack, embedded_stack
 
-__all__ = ["Stack", "decoded_histories_containing", "embedded_stack", "scan", "seed", "tenant", "wait_verified"]
+__all__ = [
+    "Stack",
+    "an_hour_ago",
+    "decoded_histories_containing",
+    "embedded_stack",
+    "scan",
+    "seed",
+    "tenant",
+    "wait_verified",
+]
 
 
 def tenant() -> str:
     return f"t-{uuid.uuid4().hex[:12]}"
+
+
+def an_hour_ago() -> datetime:
+    """A write time for `seed(at=...)`: with `expires_in` of a second, the memory lapsed long before the sweep."""
+    return datetime.now(UTC) - timedelta(hours=1)
 
 
 async def seed(
@@ -50,11 +64,16 @@ async def seed(
     source_ref: SourceRef | None = None,
     expires_in: timedelta | None = None,
     replicate: bool = True,
+    at: datetime | None = None,
 ) -> MemoryRecord:
-    """Commit as the commit path does: durable store (superseding the slot's holder), index, replicas."""
+    """Commit as the commit path does: durable store (superseding the slot's holder), index, replicas.
+
+    `at` is when the memory was written (default: now). A past `at` with a short `expires_in` gives a
+    memory whose expiry has already lapsed, so a test sweeps it at once instead of waiting out its TTL.
+    """
     from activities.replicas import replicate as copy_to_replicas
 
-    now = datetime.now(UTC)
+    now = at or datetime.now(UTC)
     record = MemoryRecord(
         id=str(uuid.uuid4()),
         tenant_id=tenant_id,

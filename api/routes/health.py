@@ -14,7 +14,6 @@ from memwarden import randomness
 from workflows.health import HealthWorkflow
 
 router = APIRouter(tags=["health"])
-CHECK_TIMEOUT_S = 5.0
 
 
 @router.get("/healthz")
@@ -22,25 +21,27 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-async def _check(coro: object) -> bool:
+async def _check(coro: object, within: float) -> bool:
     try:
-        return bool(await asyncio.wait_for(coro, CHECK_TIMEOUT_S))  # type: ignore[arg-type]
+        return bool(await asyncio.wait_for(coro, within))  # type: ignore[arg-type]
     except Exception:
         return False
 
 
 @router.get("/readyz", response_model=None)
 async def readyz(state: State) -> JSONResponse | dict[str, object]:
-    temporal_ok = await _check(state.temporal.service_client.check_health())
-    store_ok = await _check(state.store.ping())
+    timeout = state.settings.readiness_timeout_seconds
+    temporal_ok = await _check(state.temporal.service_client.check_health(), timeout)
+    store_ok = await _check(state.store.ping(), timeout)
     index_ok = temporal_ok and await _check(
         state.temporal.execute_workflow(
             HealthWorkflow.run,
             id=f"health-{randomness.uuid4()}",
             task_queue=state.settings.temporal_task_queue,
-            execution_timeout=timedelta(seconds=CHECK_TIMEOUT_S),
+            execution_timeout=timedelta(seconds=timeout),
             request_eager_start=True,
-        )
+        ),
+        timeout,
     )
     checks = {"temporal": temporal_ok, "store": store_ok, "index": index_ok}
     if all(checks.values()):

@@ -22,7 +22,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import redis.asyncio as aioredis
@@ -85,12 +85,15 @@ class MemoryCache:
 
     Operations never await while holding the lock, so they are atomic under asyncio; the lock is
     a threading lock so the same instance is also safe across event loops or threads in one process.
+    Expiry is measured on `clock` (monotonic seconds): the real one by default, one a test advances
+    so that a TTL lapses without waiting it out.
     """
 
-    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES, *, clock: Callable[[], float] = time.monotonic) -> None:
         if max_entries <= 0:
             raise ValueError("max_entries must be > 0")
         self.max_entries = max_entries
+        self._clock = clock
         self._data: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
         self._lock = threading.Lock()
         self._closed = False
@@ -100,7 +103,7 @@ class MemoryCache:
         return len(self._data)
 
     async def get(self, key: str) -> bytes | None:
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             entry = self._data.get(key)
             if entry is None:
@@ -114,7 +117,7 @@ class MemoryCache:
 
     async def set(self, key: str, value: bytes, ttl_seconds: int) -> None:
         _check_ttl(ttl_seconds)
-        expires_at = time.monotonic() + ttl_seconds
+        expires_at = self._clock() + ttl_seconds
         with self._lock:
             self._data[key] = (expires_at, bytes(value))
             self._data.move_to_end(key)
@@ -127,7 +130,7 @@ class MemoryCache:
                 self._data.pop(key, None)
 
     async def delete_prefix(self, prefix: str) -> int:
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             doomed = [k for k in self._data if k.startswith(prefix)]
             live = 0
@@ -137,7 +140,7 @@ class MemoryCache:
             return live
 
     async def keys_with_prefix(self, prefix: str) -> list[str]:
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             return [k for k, (expires_at, _) in self._data.items() if k.startswith(prefix) and expires_at > now]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import sqlite3
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -587,14 +588,8 @@ class ForgetStore:
         does not guarantee.
         """
         if self.store.dialect == "sqlite":
-            async with self.store.engine.connect() as conn:
-                raw = await conn.get_raw_connection()
-                driver = raw.driver_connection
-                assert driver is not None
-                cursor = await driver.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                busy, log, _checkpointed = await cursor.fetchone()
-                await cursor.close()
             wal = self.store.engine.url.database or ""
+            busy, log = await asyncio.to_thread(_checkpoint, wal)
             wal_bytes = await asyncio.to_thread(_size, wal + "-wal")
             # busy == 0: the WAL was copied into the database file and reset, so no frame written
             # before the purge survives; frames written since (other sinks' bookkeeping) hold no content.
@@ -612,6 +607,21 @@ class ForgetStore:
             await auto.execute(sa.text("VACUUM memories"))
             await auto.execute(sa.text("VACUUM candidates"))
         return {"engine": "postgresql", "vacuum": ["memories", "candidates"], "complete": True}
+
+
+def _checkpoint(database: str) -> tuple[int, int]:
+    """A TRUNCATE checkpoint on a connection of its own, run on a thread: (busy, WAL frames).
+
+    It waits, up to the busy timeout, for readers still on an older snapshot, and those readers may
+    be coroutines of this very event loop: run on the loop, it would stall them (and every request)
+    until the timeout, and then report busy.
+    """
+    conn = sqlite3.connect(database, timeout=5.0, isolation_level=None)
+    try:
+        busy, log, _checkpointed = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    finally:
+        conn.close()
+    return int(busy), int(log)
 
 
 def _size(path: str) -> int:

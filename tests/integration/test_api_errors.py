@@ -531,7 +531,11 @@ async def test_health_readiness_and_openapi(api: Api, http: httpx.AsyncClient) -
 async def test_readyz_is_a_503_problem_when_no_worker_serves_the_queue(api: Api) -> None:
     """Readiness must not claim the index is up when no worker can answer for it."""
     settings = api.settings.model_copy(
-        update={"temporal_task_queue": f"nobody-{uuid.uuid4().hex[:6]}", "api_port": free_port()}
+        update={
+            "temporal_task_queue": f"nobody-{uuid.uuid4().hex[:6]}",
+            "api_port": free_port(),
+            "readiness_timeout_seconds": 1.5,  # the worker check's wait for nobody, shorter than the default
+        }
     )
     client = await connect(settings)
     app = create_app(settings, temporal=client, store=api.store)

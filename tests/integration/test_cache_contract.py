@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
+import redis.asyncio as aioredis
 
 from memwarden.config import CacheBackend, Settings
 from memwarden.identity import Principal, Role
@@ -29,6 +29,24 @@ from memwarden.stores.cache import (
 
 REDIS_URL = os.environ.get("MEMWARDEN_TEST_REDIS_URL")
 
+Elapse = Callable[[float], Awaitable[None]]
+"""Let this many seconds pass, as the cache under test sees time."""
+
+
+class ManualClock:
+    """Monotonic seconds that move only when the test moves them (MemoryCache's `clock`)."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
 
 @pytest.fixture(
     params=[
@@ -42,9 +60,9 @@ REDIS_URL = os.environ.get("MEMWARDEN_TEST_REDIS_URL")
         ),
     ]
 )
-async def cache(request: pytest.FixtureRequest) -> AsyncIterator[Cache]:
+async def cache(request: pytest.FixtureRequest, clock: ManualClock) -> AsyncIterator[Cache]:
     if request.param == "memory":
-        mem = MemoryCache(max_entries=5000)
+        mem = MemoryCache(max_entries=5000, clock=clock)
         yield mem
         await mem.close()
         return
@@ -60,6 +78,37 @@ async def cache(request: pytest.FixtureRequest) -> AsyncIterator[Cache]:
         assert leftover == []
 
 
+@pytest.fixture
+async def elapse(cache: Cache, clock: ManualClock) -> AsyncIterator[Elapse]:
+    """Time passing for the backend under test, without waiting for it.
+
+    In process: the cache's clock moves. Redis keeps its own clock, so time passing is what it does
+    to every key of the cache's namespace: the remaining TTL (PTTL) shrinks by that much, and a key
+    whose TTL reaches zero is gone (PEXPIRE with a non-positive time deletes it, as expiry would).
+    Keys without a TTL are untouched.
+    """
+    if isinstance(cache, MemoryCache):
+
+        async def move_clock(seconds: float) -> None:
+            clock.now += seconds
+
+        yield move_clock
+        return
+    assert isinstance(cache, RedisCache) and REDIS_URL is not None
+    raw: aioredis.Redis = aioredis.Redis.from_url(REDIS_URL)
+
+    async def shorten_ttls(seconds: float) -> None:
+        async for key in raw.scan_iter(match=f"{cache.namespace}:*"):
+            left = await raw.pttl(key)
+            if left >= 0:
+                await raw.pexpire(key, left - round(seconds * 1000))
+
+    try:
+        yield shorten_ttls
+    finally:
+        await raw.aclose()
+
+
 async def test_set_get_and_missing(cache: Cache) -> None:
     assert await cache.get("a") is None
     await cache.set("a", b"\x00one\xff", 60)
@@ -68,11 +117,13 @@ async def test_set_get_and_missing(cache: Cache) -> None:
     assert await cache.get("a") == b"two"
 
 
-async def test_ttl_expiry(cache: Cache) -> None:
+async def test_ttl_expiry(cache: Cache, elapse: Elapse) -> None:
     await cache.set("short", b"v", 1)
     await cache.set("long", b"v", 60)
     assert await cache.get("short") == b"v"
-    await asyncio.sleep(1.1)
+    await elapse(0.5)
+    assert await cache.get("short") == b"v", "not before its TTL"
+    await elapse(0.6)
     assert await cache.get("short") is None
     assert await cache.keys_with_prefix("short") == []
     assert await cache.get("long") == b"v"

@@ -38,6 +38,7 @@ from memwarden.stores.subjects import resolve_handle
 from memwarden.stores.summaries import claim_summary_request, park_summary_request
 from tests.forget_support import (
     Stack,
+    an_hour_ago,
     decoded_histories_containing,
     embedded_stack,
     scan,
@@ -196,8 +197,9 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
     bob = await seed(stack.deps, t, "bob", "bob keeps his bicycle in the shed")
     # Retention runs over one of hers first, so a RetentionWorkflow (and its child ForgetWorkflow) of
     # this owner is in the namespace for the history check below.
-    lapsing = await seed(stack.deps, t, owner, "alice's train leaves at nine", expires_in=timedelta(seconds=1))
-    await asyncio.sleep(1.2)
+    lapsing = await seed(
+        stack.deps, t, owner, "alice's train leaves at nine", expires_in=timedelta(seconds=1), at=an_hour_ago()
+    )
     from workflows.retention import RetentionWorkflow
 
     await stack.client.execute_workflow(
@@ -344,9 +346,10 @@ async def test_the_four_outcomes_stay_distinct(stack: Stack, http: httpx.AsyncCl
     await seed(stack.deps, t, "alice", "alice lives in lisbon", slot="home.city")
     quarantined = await seed(stack.deps, t, "alice", "alice likes jazz")
     await stack.deps.store.set_status(t, quarantined.id, Status.QUARANTINED, now=quarantined.created_at)
-    expired = await seed(stack.deps, t, "alice", "alice's parcel arrives friday", expires_in=timedelta(seconds=1))
+    expired = await seed(
+        stack.deps, t, "alice", "alice's parcel arrives friday", expires_in=timedelta(seconds=1), at=an_hour_ago()
+    )
     purged = await seed(stack.deps, t, "alice", "alice's old phone model")
-    await asyncio.sleep(1.2)
 
     ops = stack.auth(t, "ops", role="operator")
     sweep = await http.post("/v1/forget", json={"selector": {"kind": "expired"}, "reason": "retention"}, headers=ops)
@@ -467,9 +470,10 @@ async def test_retention_sweep_expires_through_forget_and_the_schedule_exists(st
     from workflows.retention import RetentionWorkflow
 
     t = tenant()
-    lapsing = await seed(stack.deps, t, "alice", "alice's train leaves at nine", expires_in=timedelta(seconds=1))
+    lapsing = await seed(
+        stack.deps, t, "alice", "alice's train leaves at nine", expires_in=timedelta(seconds=1), at=an_hour_ago()
+    )
     lasting = await seed(stack.deps, t, "alice", "alice prefers trains")
-    await asyncio.sleep(1.2)
     swept = await stack.client.execute_workflow(
         RetentionWorkflow.run, id=f"retention-{uuid.uuid4()}", task_queue=stack.settings.temporal_task_queue
     )

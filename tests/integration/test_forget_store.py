@@ -204,3 +204,25 @@ async def test_identical_requests_racing_meet_on_one_deletion(store: SqlStore) -
     assert len({did for _, did, _ in results}) == 1
     assert sum(created for _, _, created in results) == 1
     assert all(len(members) == 20 for members, _, _ in results)
+
+
+async def test_a_checkpoint_lets_a_reader_on_its_own_event_loop_finish(tmp_path: Path) -> None:
+    """The purge's TRUNCATE checkpoint waits for readers still on a WAL snapshot, and such a reader is often a
+    coroutine of the same event loop (an API request, another sink's read-back). The checkpoint has to wait
+    off the loop: on it, neither could move until the busy timeout, and the checkpoint would report busy."""
+    import asyncio
+    import time
+
+    async with fresh_store("sqlite", tmp_path) as sqlite_store:
+        await put(sqlite_store, tenant(), "alice", "a row, so the WAL holds frames")
+        async with sqlite_store.engine.connect() as reader:
+            await reader.begin()
+            assert await reader.scalar(sa.select(sa.func.count()).select_from(memories)) == 1  # a snapshot held
+            started = time.monotonic()
+            checkpoint = asyncio.create_task(ForgetStore(sqlite_store).compact())
+            await asyncio.sleep(0.1)  # the reader finishes its work a moment later, as a request would
+            await reader.rollback()
+        compaction = await asyncio.wait_for(checkpoint, 10)
+        waited = time.monotonic() - started
+    assert compaction["complete"] is True and compaction["checkpoint_busy"] == 0, compaction
+    assert waited < 2.5, f"the checkpoint waited {waited:.1f}s: the busy timeout, not the reader"

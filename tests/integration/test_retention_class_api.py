@@ -6,7 +6,6 @@ with a `legal-hold` class (the sweep never takes it) and a `short` class (an age
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -14,7 +13,7 @@ import httpx
 import pytest
 
 from memwarden.records import Status
-from tests.forget_support import seed, tenant, wait_verified
+from tests.forget_support import an_hour_ago, seed, tenant, wait_verified
 from tests.integration.api_stack import assert_problem
 from tests.stack_support import Stack, embedded_stack
 
@@ -35,8 +34,10 @@ async def http(stack: Stack) -> AsyncIterator[httpx.AsyncClient]:
 
 async def test_a_hold_keeps_a_memory_past_its_expiry_and_is_audited(stack: Stack, http: httpx.AsyncClient) -> None:
     t = tenant()
-    held = await seed(stack.deps, t, "alice", "alice's parcel 7731 arrives friday", expires_in=timedelta(seconds=1))
-    other = await seed(stack.deps, t, "alice", "alice's parcel 7732 arrives monday", expires_in=timedelta(seconds=1))
+    # Written an hour ago with a one-second TTL: both are past their expiry when the sweep runs.
+    written, ttl = an_hour_ago(), timedelta(seconds=1)
+    held = await seed(stack.deps, t, "alice", "alice's parcel 7731 arrives friday", expires_in=ttl, at=written)
+    other = await seed(stack.deps, t, "alice", "alice's parcel 7732 arrives monday", expires_in=ttl, at=written)
     ops = stack.auth(t, "ops", role="operator")
 
     answer = await http.put(f"/v1/memories/{held.id}/retention", json={"retention_class": "legal-hold"}, headers=ops)
@@ -45,7 +46,6 @@ async def test_a_hold_keeps_a_memory_past_its_expiry_and_is_audited(stack: Stack
     again = await http.put(f"/v1/memories/{held.id}/retention", json={"retention_class": "legal-hold"}, headers=ops)
     assert again.json()["previous"] == "legal-hold"
 
-    await asyncio.sleep(1.2)
     sweep = await http.post("/v1/forget", json={"selector": {"kind": "expired"}, "reason": "retention"}, headers=ops)
     assert sweep.status_code == 202, sweep.text
     receipt = await wait_verified(http, sweep.json()["deletion_id"], ops)
