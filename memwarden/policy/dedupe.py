@@ -44,6 +44,7 @@ import gzip
 import json
 import math
 import re
+import sys
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -84,7 +85,8 @@ def is_duplicate(similarity: float, *, value_conflict: bool = False, threshold: 
 
 @dataclass(frozen=True)
 class _Lexicon:
-    senses: dict[str, frozenset[int]]
+    senses: dict[str, tuple[int, ...]]
+    """Sense ids per lemma, as tuples of shared ints (a set per lemma would cost three times the memory)."""
     derived: frozenset[tuple[str, str]]
     antonyms: frozenset[tuple[str, str]]
     verbs: frozenset[str]
@@ -125,19 +127,22 @@ def _lex() -> _Lexicon:
                 raw = json.loads(
                     gzip.decompress(resources.files("memwarden").joinpath("data", LEXICON_FILE).read_bytes())
                 )
-                senses = {w: frozenset(ids) for w, ids in raw["senses"].items()}
+                ints: dict[int, int] = {}
+                senses = {
+                    sys.intern(w): tuple(ints.setdefault(i, i) for i in ids) for w, ids in raw["senses"].items()
+                }
                 for n, words in enumerate(_CLASSES):
                     for word in words:
-                        senses[word] = senses.get(word, frozenset()) | {-1 - n}
+                        senses[word] = (*senses.get(word, ()), -1 - n)
                 antonyms = {(a, b) for a, b in raw["antonyms"]} | set(_OPPOSITES)
                 derived = {(a, b) for a, b in raw["derived"]} | {(a, b) for a, b in raw["similar"]}
                 _lexicon = _Lexicon(
                     senses=senses,
                     derived=frozenset(derived | {(b, a) for a, b in derived}),
                     antonyms=frozenset(antonyms | {(b, a) for a, b in antonyms}),
-                    verbs=frozenset(raw["verbs"]),
-                    adjectives=frozenset(raw["adjectives"]),
-                    persons=frozenset(raw["persons"]),
+                    verbs=frozenset(map(sys.intern, raw["verbs"])),
+                    adjectives=frozenset(map(sys.intern, raw["adjectives"])),
+                    persons=frozenset(map(sys.intern, raw["persons"])),
                     forms={w: tuple(ls) for w, ls in raw["forms"].items()},
                 )
     return _lexicon
@@ -195,7 +200,7 @@ def _synonyms(a: frozenset[str], b: frozenset[str]) -> bool:
     if a & b:
         return True
     return any(
-        lex.senses.get(x, frozenset()) & lex.senses.get(y, frozenset()) or (x, y) in lex.derived for x in a for y in b
+        (x, y) in lex.derived or not set(lex.senses.get(x, ())).isdisjoint(lex.senses.get(y, ())) for x in a for y in b
     )
 
 
