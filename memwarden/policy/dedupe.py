@@ -18,10 +18,12 @@ PostgreSQL" and "... from PostgreSQL to MySQL" score higher than most true parap
      to the user" -> "the user reports to Anna"), read after undoing the passive voice, so "the car was
      repaired by the dealership" and "the dealership repaired the car" agree;
    - a tense: the same verb in another tense ("lives" / "lived", "is" / "was", "will move" / "moved");
-   - a substitution: in a text that is an edit of the other (most words kept), a content word replaced
-     by one that is not a synonym. Synonyms are WordNet's (a shared sense: bought / purchased,
-     finished / completed, tiny / small), so "vegetarian" -> "vegan" or "tea" -> "coffee" is a change
-     while "completed" -> "finished" is not.
+   - a substitution: in a text that is an edit of the other (most words kept, or the changed word
+     framed by kept ones), a content word replaced by one that is not a synonym. Synonyms are
+     WordNet's (a shared sense: bought / purchased, finished / completed, tiny / small), so
+     "vegetarian" -> "vegan" or "tea" -> "coffee" is a change while "completed" -> "finished" is not;
+   - a person added (the statement is about someone else), or more than `MAX_DIFFERING` content words
+     without a counterpart (the texts say different things).
 
    Function words (articles, prepositions, auxiliaries, "I" / "the user") never make a change on their
    own: "builds backends with Python and FastAPI" and "builds backends in Python with FastAPI" agree.
@@ -128,9 +130,7 @@ def _lex() -> _Lexicon:
                     gzip.decompress(resources.files("memwarden").joinpath("data", LEXICON_FILE).read_bytes())
                 )
                 ints: dict[int, int] = {}
-                senses = {
-                    sys.intern(w): tuple(ints.setdefault(i, i) for i in ids) for w, ids in raw["senses"].items()
-                }
+                senses = {sys.intern(w): tuple(ints.setdefault(i, i) for i in ids) for w, ids in raw["senses"].items()}
                 for n, words in enumerate(_CLASSES):
                     for word in words:
                         senses[word] = (*senses.get(word, ()), -1 - n)
@@ -622,8 +622,19 @@ def _roles(tokens: list[_Token], pivot: int | None) -> dict[str, str]:
     return roles
 
 
+def _first_participant(tokens: list[_Token]) -> _Token | None:
+    return next((t for t in tokens if t.kind in ("entity", "content") and not t.possessive), None)
+
+
 def _roles_swapped(ta: list[_Token], tb: list[_Token]) -> bool:
-    """Two words that traded roles: "from X to Y" / "from Y to X", "Anna reports to the user" / the reverse."""
+    """Two words that traded roles: "from X to Y" / "from Y to X", "Anna reports to the user" / the reverse,
+    or two names that both texts hold with the other one first ("Jon: thanks, Gina" / "Gina: thanks, Jon":
+    who speaks or acts changed)."""
+    first_a, first_b = _first_participant(ta), _first_participant(tb)
+    if first_a is not None and first_b is not None and first_a.kind == first_b.kind == "entity":
+        names_a, names_b = _kinds(ta, "entity"), _kinds(tb, "entity")
+        if first_a.word != first_b.word and {first_a.word, first_b.word} <= names_a & names_b:
+            return True
     pivot = _pivot(ta, tb)
     copular = _copular(ta) or _copular(tb)
     ra = _roles(ta, None if pivot is None else pivot[0])
@@ -697,7 +708,21 @@ def _substituted(ta: list[_Token], tb: list[_Token]) -> bool:
     if kept > EDIT_OVERLAP:
         return True
     verbs_replaced = any(_verbal(ta, t) for t in ua) and any(_verbal(tb, t) for t in ub)
-    return kept == EDIT_OVERLAP and verbs_replaced
+    return (kept == EDIT_OVERLAP and verbs_replaced) or _replaced_in_frame(ca, cb)
+
+
+def _replaced_in_frame(ca: list[_Token], cb: list[_Token]) -> bool:
+    """A content word replaced between two kept ones: "uses the *staging* cluster for demos" / "from now on
+    always use the *production* cluster for demos". Words added around a statement dilute how much of
+    it is kept, not the change inside it. Synonyms count as kept (they share a key)."""
+    keys_a = [min(t.lemmas) for t in ca]
+    keys_b: list[str] = []
+    for t in cb:
+        match = next((min(o.lemmas) for o in ca if _synonyms(t.lemmas, o.lemmas)), None)
+        keys_b.append(match if match is not None else f"\x00{t.word}")
+    opcodes = SequenceMatcher(None, keys_a, keys_b, autojunk=False).get_opcodes()
+    tags = [op[0] for op in opcodes]
+    return any(tags[n - 1 : n + 2] == ["equal", "replace", "equal"] for n in range(1, len(tags) - 1))
 
 
 def _person_added(ta: list[_Token], tb: list[_Token]) -> bool:
@@ -712,6 +737,17 @@ def _person_added(ta: list[_Token], tb: list[_Token]) -> bool:
 
 def _kinds(tokens: list[_Token], kind: str) -> set[str]:
     return {t.word for t in tokens if t.kind == kind}
+
+
+MAX_DIFFERING = 5
+"""More content words than this, on the two sides together, without a counterpart on the other side: the
+texts say different things, however close their embeddings (two chatty conversation turns of one
+speaker often score as high as a paraphrase). No labelled paraphrase differs in more than five."""
+
+
+def _differing_content(ta: list[_Token], tb: list[_Token]) -> int:
+    ca, cb = _content(ta, tb), _content(tb, ta)
+    return len(_unmatched(ca, cb)) + len(_unmatched(cb, ca))
 
 
 MAX_TOKENS = 120
@@ -737,6 +773,7 @@ def conflict_reasons(a: str, b: str) -> list[str]:
         ("role", _roles_swapped(ta, tb)),
         ("substitution", _substituted(ta, tb)),
         ("person", _person_added(ta, tb)),
+        ("content", _differing_content(ta, tb) > MAX_DIFFERING),
     )
     return [name for name, fired in checks if fired]
 
