@@ -1,7 +1,8 @@
 """Measure the dedupe rule (cosine threshold + value-conflict veto) on labelled pairs: tune on one set, report both.
 
-    .venv/bin/python bench/dedupe_eval.py [--tune tests/data/dedupe_pairs.jsonl]
+    .venv/bin/python -m bench.dedupe_eval [--tune tests/data/dedupe_pairs.jsonl]
         [--holdout tests/data/dedupe_pairs_holdout.jsonl] [--min-precision 0.98] [--margin 0.01] [--verbose]
+        [--publish]
 
 Each line of a pairs file is `{"a": ..., "b": ..., "duplicate": bool, "kind": ...}`: paraphrases are
 duplicates; pairs that change a value (a number, a date, a name, a negation, an antonym, a role, a
@@ -22,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import report
 from memwarden.embed import default_embedder
 from memwarden.policy.dedupe import DEDUPE_THRESHOLD, conflict_reasons, cosine, is_duplicate
 
@@ -165,6 +167,7 @@ def main() -> None:
     parser.add_argument("--min-precision", type=float, default=0.98)
     parser.add_argument("--margin", type=float, default=0.01)
     parser.add_argument("--verbose", action="store_true", help="list every pair the rule answers wrongly")
+    parser.add_argument("--publish", action="store_true", help="rewrite this bench's section of docs/benchmarks.md")
     args = parser.parse_args()
 
     tune = score_pairs(load_pairs(args.tune))
@@ -185,14 +188,19 @@ def main() -> None:
                 if predicted(s, DEDUPE_THRESHOLD) != s.duplicate:
                     label = "missed duplicate" if s.duplicate else "FALSE DUPLICATE"
                     print(f"  {name}: {label} {s.similarity:.3f} {list(s.reasons)} {s.a!r} | {s.b!r}")
-    print()
-    print(
-        markdown(
-            [(f"tuning ({args.tune.name})", tune), (f"held out ({args.holdout.name})", holdout)], args.min_precision
-        )
+    sets = [(f"tuning ({args.tune.name})", tune), (f"held out ({args.holdout.name})", holdout)]
+    body = "\n\n".join(
+        [
+            markdown(sets, args.min_precision),
+            f"The threshold is the tuning set's choice ({recommended}: the lowest with no false duplicate there, "
+            f"+{args.margin}); the held-out pairs were written before any tuning. The held-out set by kind:",
+            by_kind(holdout),
+        ]
     )
     print()
-    print(by_kind(holdout))
+    print(body)
+    if args.publish:
+        report.publish("dedupe_eval", body)
 
 
 if __name__ == "__main__":

@@ -375,6 +375,8 @@ def markdown(result: dict[str, Any]) -> str:
     headers = [
         "ranker",
         *(f"R@{k}" for k in KS),
+        "P@5",
+        "returned of 5",
         *(f"R@5 {name} (n={api['splits'][name]['n']})" for name in splits),
         *(f"R@5 {name} (n={api['per_category'][name]['n']})" for name in categories),
     ]
@@ -382,6 +384,8 @@ def markdown(result: dict[str, Any]) -> str:
         [
             name,
             *(r["overall"][f"R@{k}"] for k in KS),
+            r["overall"]["P@5"],
+            r["overall"]["returned@5"],
             *(r["splits"][split]["R@5"] for split in splits),
             *(r["per_category"][category]["R@5"] for category in categories),
         ]
@@ -395,6 +399,8 @@ def markdown(result: dict[str, Any]) -> str:
             f"Of {result['turns']:,} turns: {decisions}; {result['distinct_memories']:,} distinct memories; "
             f"{result['questions']:,} questions.",
             report.table(headers, rows),
+            "P@5: the share of the results returned in the first five that are evidence, over all questions "
+            "together; returned of 5: how many the ranker returned on average (the relative floor returns fewer).",
             f"R@5 against BM25's: {ratios}. Search through the API during the run: p50 {latency['p50']} ms, "
             f"p95 {latency['p95']} ms (k=10).",
         ]
