@@ -32,8 +32,9 @@ word "user" with the query passes it). What the query is about is what its best 
 is returned only while its relevance (fused, in its conversation context, after the speaker lift; never
 recency or importance, which order what is relevant but do not make anything relevant) is at least this
 share of the best one's. Chosen on LoCoMo conversations 0-4 (`bench/locomo.py` sweeps it; the figures,
-precision beside recall, are in docs/benchmarks.md): the largest share whose recall@5 is within 0.01 of
-no relative floor.
+precision beside recall, are in docs/benchmarks.md): the largest share of the sweep at which recall@5
+there does not fall at all. The next step up already costs recall, and a share that high also drops
+hits a query plainly touches when the best hit is withheld (a stale memory on a high-consequence read).
 """
 
 
