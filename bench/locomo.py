@@ -115,10 +115,21 @@ TUNE_CONVERSATIONS = frozenset(range(5))
 """Conversations 0-4: where the ranking's conversation-context weights were chosen (docs/decisions)."""
 
 
+def evidence_returned(ranked: list[str], evidence: set[str], k: int) -> tuple[int, int]:
+    """(evidence among the first k returned, how many were returned): precision's two counts."""
+    top = ranked[:k]
+    return len(evidence & set(top)), len(top)
+
+
 class Scores:
-    """recall@k per ranker, overall and per category, and on the tuning / held-out split."""
+    """recall@k per ranker, overall and per category, and on the tuning / held-out split; and precision:
+    the share of what a ranker returned (its first k) that is evidence, over all questions together, so a
+    ranker that returns fewer results is not rewarded for returning nothing."""
 
     def __init__(self) -> None:
+        self.precision: dict[str, dict[str, dict[int, list[int]]]] = defaultdict(
+            lambda: defaultdict(lambda: defaultdict(lambda: [0, 0]))
+        )
         self.values: dict[str, dict[int, dict[int, list[float]]]] = defaultdict(
             lambda: defaultdict(lambda: defaultdict(list))
         )
@@ -132,6 +143,11 @@ class Scores:
             value = recall(ranked, evidence, k)
             self.values[ranker][category][k].append(value)
             self.by_split[ranker][split][k].append(value)
+            hits, returned = evidence_returned(ranked, evidence, k)
+            for where in ("all", split):
+                counts = self.precision[ranker][where][k]
+                counts[0] += hits
+                counts[1] += returned
 
     def table(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -141,8 +157,20 @@ class Scores:
                 CATEGORY_NAMES[c]: {"n": len(by_cat[c][1]), **{f"R@{k}": _mean(by_cat[c][k]) for k in KS}}
                 for c in sorted(by_cat)
             }
+            questions = len([v for c in by_cat.values() for v in c[1]])
+            prec = self.precision[ranker]
+            for k in KS:
+                hits, returned = prec["all"][k]
+                overall[f"P@{k}"] = round(hits / returned, 3) if returned else 0.0
+                overall[f"returned@{k}"] = round(returned / questions, 2) if questions else 0.0
             splits = {
-                name: {"n": len(vals[1]), **{f"R@{k}": _mean(vals[k]) for k in KS}}
+                name: {
+                    "n": len(vals[1]),
+                    **{f"R@{k}": _mean(vals[k]) for k in KS},
+                    **{
+                        f"P@{k}": round(prec[name][k][0] / prec[name][k][1], 3) if prec[name][k][1] else 0.0 for k in KS
+                    },
+                }
                 for name, vals in sorted(self.by_split[ranker].items())
             }
             out[ranker] = {"overall": overall, "per_category": per, "splits": splits}
@@ -216,12 +244,18 @@ SWEEP = (
     ("session only", ranking.RankingParams(neighbour_weight=0.0)),
     ("context, neighbours not weighted by direction", ranking.RankingParams(previous_turn_factor=1.0)),
     ("context, dense 0.5 / BM25 0.5", ranking.RankingParams(dense_weight=0.5, sparse_weight=0.5)),
-    ("context, no relevance floor", ranking.RankingParams(min_cosine=-1.0, min_bm25=0.0)),
+    ("context, no relevance floor", ranking.RankingParams(min_cosine=-1.0, min_bm25=0.0, relative_floor=0.0)),
+    ("context, absolute floor only (no relative floor)", ranking.RankingParams(relative_floor=0.0)),
+    *(
+        (f"context, relative floor {share}", ranking.RankingParams(relative_floor=share))
+        for share in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+    ),
     ("context, no speaker lift (the ranking before)", ranking.RankingParams(speaker_weight=0.0)),
     ("no context, speaker lift only", ranking.RankingParams(neighbour_weight=0.0, session_weight=0.0)),
 )
 """Variants of the ranking on the same candidates; the defaults (the API's row) were chosen on
-conversations 0-4 only, so the held-out split (5-9) is what to quote for them."""
+conversations 0-4 only, so the held-out split (5-9) is what to quote for them. The relative-floor rows
+are the floor's calibration: its cost in recall@5 beside what it buys in precision."""
 
 
 DEPTH = 100
@@ -341,6 +375,8 @@ def markdown(result: dict[str, Any]) -> str:
     headers = [
         "ranker",
         *(f"R@{k}" for k in KS),
+        "P@5",
+        "returned of 5",
         *(f"R@5 {name} (n={api['splits'][name]['n']})" for name in splits),
         *(f"R@5 {name} (n={api['per_category'][name]['n']})" for name in categories),
     ]
@@ -348,6 +384,8 @@ def markdown(result: dict[str, Any]) -> str:
         [
             name,
             *(r["overall"][f"R@{k}"] for k in KS),
+            r["overall"]["P@5"],
+            r["overall"]["returned@5"],
             *(r["splits"][split]["R@5"] for split in splits),
             *(r["per_category"][category]["R@5"] for category in categories),
         ]
@@ -361,6 +399,8 @@ def markdown(result: dict[str, Any]) -> str:
             f"Of {result['turns']:,} turns: {decisions}; {result['distinct_memories']:,} distinct memories; "
             f"{result['questions']:,} questions.",
             report.table(headers, rows),
+            "P@5: the share of the results returned in the first five that are evidence, over all questions "
+            "together; returned of 5: how many the ranker returned on average (the relative floor returns fewer).",
             f"R@5 against BM25's: {ratios}. Search through the API during the run: p50 {latency['p50']} ms, "
             f"p95 {latency['p95']} ms (k=10).",
         ]

@@ -118,6 +118,27 @@ _PO_BOX = r"(?i:\b(?:P\.?\s?O\.?\s*Box|Post\s+Office\s+Box|Postfach|Apartado)\s+
 # --- identifiers that are only reliable next to their label -------------------------------------------------
 
 _LABEL_TAIL = r"\s*(?:number|no\.?|num|#|nr\.?)?\s*(?:is|:|=|#)?\s*"
+
+_NOT_A_MAILBOX = (
+    r"(?:look|looked|looking|arrive|arrived|arriving|stay|stayed|staying|be|is|are|was|were|am|work|works|worked"
+    r"|working|live|lives|lived|meet|met|me|us|him|her|them|it|up|back|shop|shopped|shopping|buy|bought|order"
+    r"|ordered|found|posted|see|seen|visit|visited|check|checked|sign|signed|log|logged|here|there|home|born"
+    r"|available|listed|hosted|online|sold|read|go|went|going|get|got|one|two|three|time|times|least|most)"
+)
+"""Words that stand before "at" in prose ("look at example dot com"), never as the name of a mailbox."""
+_NOT_A_DOMAIN = r"(?:the|a|an|my|your|his|her|our|their|this|that|some|any|home|work|night|noon|least|most|all|once)"
+_TLD = (
+    r"(?:com|org|net|edu|gov|mil|int|io|co|uk|de|fr|info|biz|me|us|ca|au|in|nl|es|it|ch|se|no|dk|fi|be|at|jp"
+    r"|cn|br|ru|pl|pt|ie|nz|za|mx|ar|app|dev|ai|xyz|online|email|mail)"
+)
+_SPELLED_EMAIL = (
+    rf"\b(?!{_NOT_A_MAILBOX}\b)[a-z0-9][a-z0-9_+-]{{0,63}}"
+    r"(?:\s+(?:dot|underscore|dash|hyphen|period|plus)\s+[a-z0-9][a-z0-9_+-]{0,63}){0,4}"
+    rf"\s+(?:at|@)\s+(?!{_NOT_A_DOMAIN}\b)[a-z0-9][a-z0-9-]{{0,62}}"
+    rf"(?:\s+dot\s+[a-z0-9][a-z0-9-]{{0,62}}){{0,3}}?\s+dot\s+{_TLD}\b"
+)
+"""An address spelled out to get past a filter: "alice dot smith at gmail dot com". Each part is bounded,
+so the pattern stays linear-time."""
 _LABELLED: tuple[tuple[str, str, float], ...] = (
     ("PASSPORT", rf"(?i:passport){_LABEL_TAIL}(?P<v>(?=[A-Za-z0-9]*\d{{5}})[A-Za-z0-9]{{6,9}})\b", 0.6),
     (
@@ -142,16 +163,18 @@ _LABELLED: tuple[tuple[str, str, float], ...] = (
         0.6,
     ),
     ("BANK_ACCOUNT", r"(?i:sort\s*code)\s*(?:is|:)?\s*(?P<v>\d{2}[- ]?\d{2}[- ]?\d{2})\b", 0.6),
+    ("EMAIL_OBFUSCATED", rf"(?i){_SPELLED_EMAIL}", 0.6),
 )
 
 _PHONE_REGIONS = ("US", "GB", "DE", "FR", "IN", "AU")
 """National formats recognised without a +country prefix; each region costs ~0.05 ms per 200 characters."""
 
-_MAY_HOLD_PII = re.compile(r"[\d@:]|\[at\]|\(at\)|\{at\}|<at>")
+_MAY_HOLD_PII = re.compile(r"[\d@:]|\[at\]|\(at\)|\{at\}|<at>|(?i:\sdot\s)")
 """What every recognizer above needs somewhere in the text: a digit (as `\\d` reads it, Unicode digits
 included; phonenumbers reads them the same way), an `@`, a colon (an IPv6 address may be all hex
-letters) or an obfuscated "at". Text with none of them cannot match, so presidio is not asked: most
-conversational memories hold no digit (98% of LoCoMo's turns), and presidio is the detectors' largest cost."""
+letters), an obfuscated "at" or a spelled-out " dot ". Text with none of them cannot match, so presidio is
+not asked: most conversational memories hold no digit (98% of LoCoMo's turns), and presidio is the
+detectors' largest cost."""
 
 _VERSION_BEFORE = re.compile(r"(?i)(?:version|ver\.?|v|release|build|firmware|fw|rev\.?)\s*$")
 
@@ -317,7 +340,17 @@ def _build_analyzer() -> Any:
     )
 
 
+_NOT_A_PHONE_BEFORE = re.compile(
+    r"(?i)\b(?:order|invoice|ticket|tracking|reference|ref|booking|confirmation|case|serial|model|part|item|sku"
+    r"|isbn|flight|room|po|receipt|transaction|shipment|parcel|claim|policy)\b"
+    r"(?:\s+(?:number|no\.?|num|#|id|code))?\s*(?:is|:|#|=)?\s*$"
+)
+"""A digit run labelled as an order, an invoice or a ticket is that, not a phone number."""
+
+
 def _keep(text: str, entity: str, start: int, end: int) -> bool:
+    if entity == "PHONE_NUMBER":
+        return not _NOT_A_PHONE_BEFORE.search(text[max(0, start - 32) : start])
     if entity != "IP_ADDRESS":
         return True
     try:

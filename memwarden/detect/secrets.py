@@ -10,6 +10,15 @@ of prose) and `IPPublicDetector` (an IP address is PII here, reported by `pii.py
 vendor formats detect-secrets lacks, "password is ..." prose, keyword-introduced tokens, and a
 conservative entropy check for long random tokens.
 
+Also ours, for what prose and pasted configuration carry without a vendor prefix: credentials inside a
+URL (`postgres://admin:S3cretPass!@db...`), a login written as "user / password", a PIN or a pass
+stated in prose ("the wifi pass is ...", "the PIN for my debit card is ..."), a bare 40-character cloud
+secret key (AWS's secret access key has no prefix), and a wallet's BIP-39 seed phrase (12 to 24 words of
+its wordlist, read from the `mnemonic` package; a valid checksum, or a wallet word nearby).
+
+Every pattern is linear-time: each repetition is bounded, or its characters cannot also match what
+follows it, so no input makes the regex engine backtrack.
+
 Decisions (tested): UUIDs and bare hex strings (git SHAs, sha256/md5 digests, Mongo ObjectIds) are
 identifiers, not secrets, unless a secret keyword introduces them ("api key: 3f78..."). Public keys
 (ssh-ed25519 ..., BEGIN PUBLIC KEY / CERTIFICATE) are not secrets.
@@ -109,19 +118,44 @@ _EXTRA: tuple[tuple[str, str], ...] = (
     ),
     ("access_code", r"(?i)\bcombination\b[^\n]{0,12}?(?:\bis\b|:)\s*\d{1,3}(?:[- ]\d{1,3}){2,}"),
     (
+        "url_credentials",
+        r"(?i)\b[a-z][a-z0-9+.-]{1,30}://[^\s/?#@:]{1,128}:(?![^\s/?#@]*(?:\$\{|\{\{|<|\*{3}|xxx))"
+        r"[^\s/?#@]{3,128}@[a-z0-9[]",
+    ),
+    (
+        "password_in_text",
+        r"(?i)\b(?:login|log-in|sign[- ]?in|credentials|creds|username and password)\b[^\n]{0,24}?"
+        r"(?:\bis\b|\bare\b|:)\s*[\w.@+-]{2,64}\s*(?:/|\||,|\band\b|\bpassword\b|\bpw\b)\s*"
+        r"(?=[^\s]{0,63}[\d\W_])[^\s\w]?[\w!@#$%^&*+=?~.-]{4,64}",
+    ),
+    (
+        "password_in_text",
+        r"(?i)\b(?:changed|set|reset|updated)\b[^\n]{0,30}?\b(?:password|passcode|passphrase|pass|pwd|pin)\s+to\s+"
+        r"(?=[^\s]{0,63}[\d\W_])[^\s]{4,64}",
+    ),
+    (
+        "password_in_text",
+        r"(?i)\b(?:password|passcode|passphrase|pwd)\s*[\"'`](?=[^\"'`\n]{0,63}[\d\s!@#$%^&*])[^\"'`\n]{6,64}[\"'`]",
+    ),
+    (
+        "card_pin",
+        r"(?i)\b(?:pin|pin code|pin number)\b[^\n]{0,32}?(?:\bis\b|:|=|\bof\b)\s*\d{4,8}\b"
+        r"|\b(?:card|visa|mastercard|amex|debit|credit|bank|atm|sim)\s+pin\s*(?::|=|#|\bis\b)?\s*\d{4,8}\b",
+    ),
+    (
         "access_code",
         r"(?i)\b(?:backup|recovery|2fa|two-factor|mfa|one-time)\s+codes?\b[^\n]{0,20}?(?:\bis\b|\bare\b|:)\s*(?=[\w-]*\d)[\w-]{4,}",
     ),
 )
 
-_PW_KW = r"pass(?:word|wd|phrase|code)|pwd|pw|passwort|contrase[ñn]a|mot de passe|pin(?: code| number)?"
+_PW_KW = r"pass(?:word|wd|phrase|code)?|pwd|pw|passwort|contrase[ñn]a|mot de passe|pin(?: code| number)?"
 _KEY_KW = (
     r"api[ _-]?(?:key|token|secret)|access[ _-]?(?:key|token)|secret[ _-]?key|auth(?:entication)?[ _-]?token"
     r"|client[ _-]?secret|bearer token|token|secret"
 )
 _QUAL = (
     r"(?:\s+(?:for|to|of|on|at)\s+(?:the\s+|my\s+|our\s+|his\s+|her\s+|their\s+|your\s+)?[\w.@'-]+"
-    r"(?:\s+(?:account|server|login|app|service|router|wifi|network|box|db|database|portal|site|vpn))?)?"
+    r"(?:\s+(?:account|server|login|app|service|router|wifi|network|box|db|database|portal|site|vpn|card))?)?"
 )
 _ASSIGN = (
     r"(?:\s*(?::=|[:=])|\s+(?:has been (?:changed|set|reset|updated) to|(?:was |is )?(?:changed|set|reset|updated) to"
@@ -249,6 +283,9 @@ def _prose_value_is_secret(kw: str, quoted: bool, value: str) -> bool:
     lower = value.lower()
     if kw.startswith("pin"):
         return value.isdigit() and 4 <= len(value) <= 8
+    if kw == "pass":
+        # a bare "pass" is as often a ticket as a password: only a value shaped like one counts
+        return len(value) >= 6 and has_password_shape(value)
     has_digit = any(c.isdigit() for c in value)
     has_alpha = any(c.isalpha() for c in value)
     if not re.match(_PW_KW + r"$", kw, re.IGNORECASE):
@@ -313,6 +350,87 @@ def _scan_plugins(lines: Iterable[str]) -> set[str]:
     return found
 
 
+def has_password_shape(value: str) -> bool:
+    """Letters with digits or symbols ("Tr0ub4dor&3", "Summer2024!"): what people choose as a password."""
+    letters = any(c.isalpha() for c in value)
+    others = any(c.isdigit() for c in value) or any(not c.isalnum() for c in value)
+    return letters and others
+
+
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+"""AWS's secret access key: 40 characters of base64, no prefix; found bare it is told from a SHA-1
+(40 hex digits, one case) and from words by its mix of cases and digits and its entropy."""
+
+
+def _scan_cloud_secret(text: str) -> set[str]:
+    for m in _AWS_SECRET.finditer(text):
+        value = m.group(0)
+        if _HEX_OR_UUID.match(value):
+            continue
+        upper = sum(c.isupper() for c in value)
+        lower = sum(c.islower() for c in value)
+        digits = sum(c.isdigit() for c in value)
+        if (
+            upper >= 4
+            and lower >= 4
+            and (digits >= 1 or "/" in value or "+" in value)
+            and shannon_entropy(value) >= 4.0
+        ):
+            wordlike = sum(len(w) for w in _WORDLIKE.findall(value))
+            if wordlike <= 0.5 * len(value):
+                return {"cloud_secret_key"}
+    return set()
+
+
+_SEED_WORD = re.compile(r"[a-z]+")
+_SEED_SEPARATOR = re.compile(r"[\s,;|\-]*(?:\d{1,2}[.):]?[\s,;|\-]*)?")
+_SEED_LENGTHS = (24, 21, 18, 15, 12)
+_WALLET_WORDS = re.compile(
+    r"(?i)\b(?:seed|mnemonic|recovery|backup|secret|wallet|metamask|ledger|trezor|phrase|bip-?39|crypto|bitcoin|ethereum)\b"
+)
+
+
+@lru_cache(maxsize=1)
+def _bip39() -> tuple[frozenset[str], Any]:
+    """The BIP-39 English wordlist and checker, from the `mnemonic` package (loaded on first use)."""
+    from mnemonic import Mnemonic
+
+    checker = Mnemonic("english")
+    return frozenset(checker.wordlist), checker
+
+
+def _scan_seed_phrase(text: str) -> set[str]:
+    """12-24 consecutive BIP-39 words (numbered or not): a wallet seed if the checksum holds, or if a
+    wallet word is in the text (a seed copied with a typo is still the wallet's key)."""
+    words, checker = _bip39()
+    lowered = text.lower()
+    run: list[str] = []
+    pos = 0
+    runs: list[list[str]] = []
+    for m in _SEED_WORD.finditer(lowered):
+        gap = lowered[pos : m.start()]
+        pos = m.end()
+        joined = not run or _SEED_SEPARATOR.fullmatch(gap) is not None
+        if m.group(0) in words and joined:
+            run.append(m.group(0))
+            continue
+        if len(run) >= 12:
+            runs.append(run)
+        run = [m.group(0)] if m.group(0) in words else []
+    if len(run) >= 12:
+        runs.append(run)
+    if not runs:
+        return set()
+    if _WALLET_WORDS.search(text):
+        return {"seed_phrase"}
+    for run in runs:
+        for length in _SEED_LENGTHS:
+            for start in range(len(run) - length + 1):
+                if checker.check(" ".join(run[start : start + length])):
+                    return {"seed_phrase"}
+    return set()
+
+
 def find_secrets(content: str) -> list[str]:
     """Codes of every kind of secret in `content`, sorted; [] if none. Never returns the secret itself."""
     text = normalise(content)
@@ -324,6 +442,8 @@ def find_secrets(content: str) -> list[str]:
         if code not in found and pattern.search(text):
             found.add(code)
     found |= _scan_prose(text)
+    found |= _scan_cloud_secret(text)
+    found |= _scan_seed_phrase(text)
     if not found:
         found |= _scan_entropy(text)
     return sorted(found)
@@ -333,4 +453,5 @@ def warm_up() -> None:
     """Build the plugin instances and compile every pattern now, not on the first candidate."""
     _plugins()
     _extra_patterns()
+    _bip39()
     find_secrets("warm up: password is x9y8z7 and ghp_" + "a1" * 18)

@@ -23,6 +23,20 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+RELATIVE_FLOOR = 0.5
+"""The second half of the relevance floor: relative to the best hit.
+
+Why relative, and on which score: the absolute floor (`min_cosine`, `min_bm25`) only asks whether a
+memory is about the query at all, and on a small store nearly everything is (a memory that shares the
+word "user" with the query passes it). What the query is about is what its best hit is about, so a hit
+is returned only while its relevance (fused, in its conversation context, after the speaker lift; never
+recency or importance, which order what is relevant but do not make anything relevant) is at least this
+share of the best one's. Chosen on LoCoMo conversations 0-4 (`bench/locomo.py` sweeps it; the figures,
+precision beside recall, are in docs/benchmarks.md): the largest share of the sweep at which recall@5
+there does not fall at all. The next step up already costs recall, and a share that high also drops
+hits a query plainly touches when the best hit is withheld (a stale memory on a high-consequence read).
+"""
+
 
 class RankingParams(BaseModel):
     """Every knob of the ranking, with the defaults tuned on LoCoMo (see README, Retrieval)."""
@@ -52,6 +66,8 @@ class RankingParams(BaseModel):
     speaker_weight: float = Field(default=0.4, ge=0.0)
     """A turn said by someone the query names ("what did Nate ...") ranks this much higher, relative to
     the rest, after the conversation context (0 turns it off)."""
+    relative_floor: float = Field(default=RELATIVE_FLOOR, ge=0.0, le=1.0)
+    """A hit whose relevance is below this share of the best hit's is not returned (0 turns it off)."""
 
 
 DEFAULT_PARAMS = RankingParams()
@@ -213,8 +229,9 @@ def recency(created_at: datetime, now: datetime, half_life_days: float, confirme
 
 
 def rank(candidates: list[Candidate], now: datetime, k: int, params: RankingParams = DEFAULT_PARAMS) -> list[Ranked]:
-    """Floor, fuse, add conversation context, lift what the person the query names said, then adjust
-    by recency and importance; the best `k`, ties broken by id (stable).
+    """Floor, fuse, add conversation context, lift what the person the query names said, drop what is far
+    below the best hit (`relative_floor`), then adjust by recency and importance; the best `k`, ties
+    broken by id (stable). Fewer than `k` when fewer are relevant.
 
     Fusion normalises over the candidates that passed the floor, so a junk keyword match does not
     set the BM25 scale for the rest.
@@ -235,5 +252,7 @@ def rank(candidates: list[Candidate], now: datetime, k: int, params: RankingPara
             1.0 - params.importance_weight + params.importance_weight * importance
         )
         ranked.append(Ranked(memory_id=c.relevance.memory_id, score=rel * factor, relevance=rel))
+    best = max((r.relevance for r in ranked), default=0.0)
+    ranked = [r for r in ranked if r.relevance >= params.relative_floor * best]
     ranked.sort(key=lambda r: (-r.score, r.memory_id))
     return ranked[:k]

@@ -1,38 +1,50 @@
-"""Dedupe: the chosen threshold holds on the labelled pairs with the real embedder, and its pure parts behave.
+"""Dedupe: the chosen threshold holds on both labelled sets with the real embedder, and its pure parts behave.
 
-The figures asserted here were measured with `bench/dedupe_eval.py` (280 pairs, 105 duplicates): at
-DEDUPE_THRESHOLD with the value-conflict veto, precision 1.00 and recall 0.248. Cosine alone never
-reaches precision 0.95 on this set; that is asserted too, so a change of model or of the veto that makes
-the veto unnecessary (or insufficient) shows up here.
+Two sets (`bench/dedupe_eval.py` prints their figures): `dedupe_pairs.jsonl`, on which the veto and the
+threshold were tuned, and `dedupe_pairs_holdout.jsonl`, written before any tuning and never used to choose
+anything. On each, the gate's rule must reach recall 0.80 at precision 0.98. Cosine alone never reaches
+that precision on the tuning set; that is asserted too, so a change of model or of the veto that makes the
+veto unnecessary (or insufficient) shows up here.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 
 import pytest
 
 from memwarden.embed import default_embedder
-from memwarden.policy.dedupe import DEDUPE_THRESHOLD, cosine, is_duplicate, value_conflict
+from memwarden.policy.dedupe import (
+    DEDUPE_THRESHOLD,
+    MAX_TOKENS,
+    conflict_reasons,
+    cosine,
+    is_duplicate,
+    value_conflict,
+)
 
-PAIRS_FILE = Path(__file__).resolve().parent.parent / "data" / "dedupe_pairs.jsonl"
-MIN_PRECISION = 0.95
-MIN_RECALL = 0.23
-"""Measured 0.248 (26 of 105 duplicates) at DEDUPE_THRESHOLD; the floor allows one pair to flip (runtime noise)."""
+DATA = Path(__file__).resolve().parent.parent / "data"
+PAIRS_FILE = DATA / "dedupe_pairs.jsonl"
+HOLDOUT_FILE = DATA / "dedupe_pairs_holdout.jsonl"
+MIN_PRECISION = 0.98
+MIN_RECALL = 0.80
+"""The issue's bar, on each set."""
 
 KINDS = {"paraphrase", "different_value", "negation", "related", "unrelated"}
+HOLDOUT_KINDS = {f"paraphrase_{k}" for k in ("reorder", "function_words", "synonym", "voice")} | {
+    f"change_{k}" for k in ("number", "date", "entity", "negation", "antonym", "role", "tense")
+}
 
 
-def load_pairs() -> list[dict[str, object]]:
-    return [json.loads(line) for line in PAIRS_FILE.read_text().splitlines() if line.strip()]
+def load_pairs(path: Path = PAIRS_FILE) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-@pytest.fixture(scope="module")
-def scored() -> list[tuple[float, bool, bool]]:
-    """(cosine, value_conflict, labelled duplicate) per pair, with the real default embedder."""
-    pairs = load_pairs()
+def _score(path: Path) -> list[tuple[float, bool, bool]]:
+    pairs = load_pairs(path)
     embedder = default_embedder()
     left = embedder.embed([str(p["a"]) for p in pairs])
     right = embedder.embed([str(p["b"]) for p in pairs])
@@ -40,6 +52,18 @@ def scored() -> list[tuple[float, bool, bool]]:
         (cosine(a, b), value_conflict(str(p["a"]), str(p["b"])), bool(p["duplicate"]))
         for a, b, p in zip(left, right, pairs, strict=True)
     ]
+
+
+@pytest.fixture(scope="module")
+def scored() -> list[tuple[float, bool, bool]]:
+    """(cosine, value_conflict, labelled duplicate) per tuning pair, with the real default embedder."""
+    return _score(PAIRS_FILE)
+
+
+@pytest.fixture(scope="module")
+def scored_holdout() -> list[tuple[float, bool, bool]]:
+    """The same for the held-out pairs."""
+    return _score(HOLDOUT_FILE)
 
 
 def precision_recall(predicted: list[bool], labels: list[bool]) -> tuple[float, float]:
@@ -59,12 +83,27 @@ def test_labelled_set_is_large_and_balanced() -> None:
     assert len({(p["a"], p["b"]) for p in pairs}) == len(pairs)
 
 
-def test_threshold_precision_and_recall_on_labelled_pairs(scored: list[tuple[float, bool, bool]]) -> None:
-    labels = [dup for _, _, dup in scored]
-    predicted = [is_duplicate(sim, value_conflict=conflict) for sim, conflict, _ in scored]
+def test_holdout_set_covers_every_family() -> None:
+    pairs = load_pairs(HOLDOUT_FILE)
+    assert len(pairs) >= 100
+    assert {p["kind"] for p in pairs} == HOLDOUT_KINDS
+    assert all(str(p["kind"]).startswith("paraphrase_") == p["duplicate"] for p in pairs)
+    assert all(sum(p["kind"] == kind for p in pairs) >= 10 for kind in HOLDOUT_KINDS)
+    assert len({(p["a"], p["b"]) for p in pairs}) == len(pairs)
+    tuning = {(p["a"], p["b"]) for p in load_pairs()}
+    assert not tuning & {(p["a"], p["b"]) for p in pairs}, "a held-out pair is also a tuning pair"
+
+
+@pytest.mark.parametrize("which", ["tuning", "holdout"])
+def test_threshold_precision_and_recall_on_each_set(
+    which: str, scored: list[tuple[float, bool, bool]], scored_holdout: list[tuple[float, bool, bool]]
+) -> None:
+    rows = scored if which == "tuning" else scored_holdout
+    labels = [dup for _, _, dup in rows]
+    predicted = [is_duplicate(sim, value_conflict=conflict) for sim, conflict, _ in rows]
     precision, recall = precision_recall(predicted, labels)
-    assert precision >= MIN_PRECISION, f"precision {precision:.3f}"
-    assert recall >= MIN_RECALL, f"recall {recall:.3f}"
+    assert precision >= MIN_PRECISION, f"{which}: precision {precision:.3f}"
+    assert recall >= MIN_RECALL, f"{which}: recall {recall:.3f}"
 
 
 def test_cosine_alone_is_not_precise_enough(scored: list[tuple[float, bool, bool]]) -> None:
@@ -78,10 +117,24 @@ def test_cosine_alone_is_not_precise_enough(scored: list[tuple[float, bool, bool
 
 
 def test_no_labelled_value_change_is_called_a_duplicate_above_the_threshold(
-    scored: list[tuple[float, bool, bool]],
+    scored: list[tuple[float, bool, bool]], scored_holdout: list[tuple[float, bool, bool]]
 ) -> None:
-    false_duplicates = [sim for sim, conflict, dup in scored if not dup and is_duplicate(sim, value_conflict=conflict)]
+    rows = scored + scored_holdout
+    false_duplicates = [sim for sim, conflict, dup in rows if not dup and is_duplicate(sim, value_conflict=conflict)]
     assert false_duplicates == []
+
+
+def test_the_issues_paraphrases_are_duplicates() -> None:
+    """The write-gate demo's three cases: each pair is close enough and no value differs."""
+    pairs = [
+        ("User builds backends with Python and FastAPI", "User builds backends in Python with FastAPI"),
+        ("The user lives in Bangalore", "The user is based in Bangalore"),
+        ("Tom works as a nurse at the city hospital", "Tom is a nurse at the city hospital"),
+    ]
+    embedder = default_embedder()
+    for a, b in pairs:
+        va, vb = embedder.embed([a, b])
+        assert is_duplicate(cosine(va, vb), value_conflict=value_conflict(a, b)), (a, b)
 
 
 # --- the pure parts -------------------------------------------------------------------------------------
@@ -108,7 +161,7 @@ def test_is_duplicate_boundary_and_veto() -> None:
     assert not is_duplicate(DEDUPE_THRESHOLD - 1e-9)
     assert not is_duplicate(1.0, value_conflict=True)
     assert is_duplicate(0.5, threshold=0.5)
-    assert 0.8 <= DEDUPE_THRESHOLD < 1.0
+    assert 0.7 <= DEDUPE_THRESHOLD < 1.0
 
 
 @pytest.mark.parametrize(
@@ -133,8 +186,75 @@ def test_is_duplicate_boundary_and_veto() -> None:
         pytest.param("Training for the marathon", "Training for the half marathon", True, id="added qualifier"),
         pytest.param("Migrating from MySQL to PostgreSQL", "Migrating from PostgreSQL to MySQL", True, id="swap"),
         pytest.param("", "", False, id="empty"),
+        pytest.param(
+            "User builds backends with Python and FastAPI",
+            "User builds backends in Python with FastAPI",
+            False,
+            id="function words",
+        ),
+        pytest.param("The user lives in Bangalore", "The user is based in Bangalore", False, id="a home"),
+        pytest.param(
+            "Tom works as a nurse at the city hospital", "Tom is a nurse at the city hospital", False, id="as"
+        ),
+        pytest.param(
+            "User completed the onboarding tutorial", "The user finished the onboarding tutorial", False, id="synonym"
+        ),
+        pytest.param(
+            "The user's car was repaired by the dealership", "The dealership repaired the user's car", False, id="voice"
+        ),
+        pytest.param("The user's birthday is 14 February", "The user was born on 14 February", False, id="birthday"),
+        pytest.param("The user lives in Bangalore", "The user lived in Bangalore", True, id="tense"),
+        pytest.param("The user will move to Berlin", "The user moved to Berlin", True, id="future vs past"),
+        pytest.param("The user smokes", "The user used to smoke", True, id="used to"),
+        pytest.param("Anna reports to the user", "The user reports to Anna", True, id="subject and object swapped"),
+        pytest.param("The user was hired by Stripe", "The user hired Stripe", True, id="passive undone: roles differ"),
+        pytest.param("The user prefers early flights", "The user prefers late flights", True, id="antonym"),
+        pytest.param("The user arrives before the meeting", "The user arrives after the meeting", True, id="opposite"),
+        pytest.param("The user works at Google", "The user works at Amazon", True, id="entity"),
+        pytest.param("I'm allergic to peanuts", "My son is allergic to peanuts", True, id="someone else"),
+        pytest.param("The user is a teacher", "The user is a former teacher", True, id="former"),
+        pytest.param("I am learning Japanese", "I am teaching Japanese", True, id="rare shared sense ignored"),
+        pytest.param("My favourite colour is blue", "My favourite colour is green", True, id="co-satellites differ"),
+        pytest.param("I live in Berlin", "I live in Berlin, Germany", False, id="added detail"),
+        pytest.param("I take the bus on Monday", "I take the bus on Monday mornings", False, id="added time detail"),
+        pytest.param("I take the bus on Monday", "I take the bus on Friday", True, id="replaced time"),
     ],
 )
 def test_value_conflict(a: str, b: str, conflict: bool) -> None:
     assert value_conflict(a, b) is conflict
     assert value_conflict(b, a) is conflict
+
+
+def test_conflict_reasons_name_the_rule() -> None:
+    assert conflict_reasons("I have two cats", "I have three cats") == ["number"]
+    assert conflict_reasons("I like coffee", "I don't like coffee") == ["polarity"]
+    assert "role" in conflict_reasons("Migrating from MySQL to PostgreSQL", "Migrating from PostgreSQL to MySQL")
+    assert conflict_reasons("The user is a vegetarian", "The user was a vegetarian") == ["tense"]
+    assert conflict_reasons("I prefer tea", "I prefer tea") == []
+
+
+def test_long_texts_are_compared_only_for_equality() -> None:
+    """Past MAX_TOKENS words the pairwise checks would be quadratic: a near-copy is never a duplicate."""
+    long = " ".join(["the user likes green tea"] * (MAX_TOKENS // 4))
+    assert value_conflict(long, long) is False
+    assert conflict_reasons(long, long + " daily") == ["length"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["\n" * 4095, "a " * 2047, "a-" * 2047, "1," * 2047, "a'" * 2047, "word " * 819, "." * 4095],
+    ids=["newlines", "spaces", "hyphens", "commas", "apostrophes", "words", "dots"],
+)
+def test_value_conflict_is_fast_on_adversarial_text(text: str) -> None:
+    value_conflict("warm", "up")  # the table is loaded once, outside the timing
+    start = time.perf_counter()
+    value_conflict(text, text[:-2] + "xy")
+    assert time.perf_counter() - start < 0.2
+
+
+def test_wordnet_table_relations() -> None:
+    """The shipped table says what WordNet says: synonyms share a frequent sense; antonyms are marked."""
+    assert not value_conflict("I bought a bike", "I purchased a bike")
+    assert not value_conflict("The apartment is big", "The apartment is large")
+    assert value_conflict("I bought a bike", "I sold a bike")
+    assert value_conflict("The user is early", "The user is late")

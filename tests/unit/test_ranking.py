@@ -48,7 +48,10 @@ def cand(
     )
 
 
-NO_CONTEXT = RankingParams(neighbour_weight=0.0, session_weight=0.0)
+ALL = RankingParams(relative_floor=0.0)
+"""Every candidate above the absolute floor: for the tests that pin the order of the tail, which the
+relative floor would drop (its own tests are at the end)."""
+NO_CONTEXT = RankingParams(neighbour_weight=0.0, session_weight=0.0, relative_floor=0.0)
 
 
 def test_merge_joins_by_id_and_keeps_missing_as_none() -> None:
@@ -133,7 +136,7 @@ def test_the_turn_after_a_matching_question_is_lifted_above_a_lone_weak_match() 
         "elsewhere",
         "answers",
     ]
-    assert [r.memory_id for r in rank([question, answer, elsewhere], NOW, 3)] == ["asks", "answers", "elsewhere"]
+    assert [r.memory_id for r in rank([question, answer, elsewhere], NOW, 3, ALL)] == ["asks", "answers", "elsewhere"]
 
 
 def test_earlier_neighbours_count_more_and_the_window_bounds_them() -> None:
@@ -162,7 +165,7 @@ def test_the_session_lifts_its_other_turns_but_not_over_a_clearly_better_match()
     hit = cand("hit", 0.7, 9.0, session="s", turn=1)
     same_session = cand("same", 0.3, 2.0, session="s", turn=30)
     other = cand("other", 0.32, 2.2, session="t", turn=30)
-    got = [r.memory_id for r in rank([hit, same_session, other], NOW, 3)]
+    got = [r.memory_id for r in rank([hit, same_session, other], NOW, 3, ALL)]
     assert got == ["hit", "same", "other"]
     best = cand("best", 0.9, 10.0, session="u", turn=1)
     assert rank([best, hit, same_session], NOW, 1)[0].memory_id == "best"
@@ -228,12 +231,12 @@ def test_what_the_named_person_said_outranks_an_equal_match_by_someone_else() ->
     joanna = cand("a-joanna", 0.5, 4.0, session="s", turn=3)
     nate = cand("b-nate", 0.5, 4.0, session="t", turn=8, named=True)
     assert [r.memory_id for r in rank([joanna, nate], NOW, 2)] == ["b-nate", "a-joanna"]
-    off = RankingParams(speaker_weight=0.0)
+    off = RankingParams(speaker_weight=0.0, relative_floor=0.0)
     assert [r.memory_id for r in rank([joanna, nate], NOW, 2, off)] == ["a-joanna", "b-nate"]  # a tie, by id
     # ...but never over a clearly better match: the lift is bounded (1 + speaker_weight)
     strong = cand("c-strong", 0.9, 9.0, session="u", turn=1)
     weak_nate = cand("d-nate", 0.3, 1.2, session="v", turn=2, named=True)
-    assert [r.memory_id for r in rank([weak_nate, strong], NOW, 2)] == ["c-strong", "d-nate"]
+    assert [r.memory_id for r in rank([weak_nate, strong], NOW, 2, ALL)] == ["c-strong", "d-nate"]
 
 
 @given(
@@ -246,9 +249,11 @@ def test_what_the_named_person_said_outranks_an_equal_match_by_someone_else() ->
 def test_speaker_lift_keeps_relevance_within_0_and_1_and_only_reorders_by_the_lift(rows: list) -> None:
     cands = [cand(f"m{i}", c, b, named=n) for i, (c, b, n, _) in enumerate(rows)]
     weight = rows[0][3]
-    params = RankingParams(speaker_weight=weight)
+    params = RankingParams(speaker_weight=weight, relative_floor=0.0)
     lifted = {r.memory_id: r.relevance for r in rank(cands, NOW, len(cands), params)}
-    flat = {r.memory_id: r.relevance for r in rank(cands, NOW, len(cands), RankingParams(speaker_weight=0.0))}
+    flat = {
+        r.memory_id: r.relevance for r in rank(cands, NOW, len(cands), ALL.model_copy(update={"speaker_weight": 0.0}))
+    }
     assert lifted.keys() == flat.keys()
     for c in cands:
         mid = c.relevance.memory_id
@@ -257,3 +262,43 @@ def test_speaker_lift_keeps_relevance_within_0_and_1_and_only_reorders_by_the_li
         assert 0.0 <= lifted[mid] <= 1.0 + 1e-9
         expected = flat[mid] if c.speaker_named else flat[mid] / (1.0 + weight)
         assert lifted[mid] == pytest.approx(expected)
+
+
+# --- the relative floor -------------------------------------------------------------------------------
+
+
+def test_the_relative_floor_drops_what_is_far_below_the_best_hit() -> None:
+    """The demo's shape: one memory about the query, another that only shares a common word with it."""
+    about = cand("fastapi", 0.62, 3.1)
+    shares_a_word = cand("bangalore", 0.18, 1.1)
+    assert [r.memory_id for r in rank([about, shares_a_word], NOW, 5)] == ["fastapi"]
+    assert [r.memory_id for r in rank([about, shares_a_word], NOW, 5, ALL)] == ["fastapi", "bangalore"]
+
+
+def test_the_relative_floor_keeps_hits_close_to_the_best() -> None:
+    a, b, c = cand("a", 0.7, 6.0), cand("b", 0.6, 5.0), cand("c", 0.55, 4.5)
+    assert [r.memory_id for r in rank([a, b, c], NOW, 5)] == ["a", "b", "c"]
+
+
+def test_the_relative_floor_reads_relevance_not_recency_or_importance() -> None:
+    """An old, unimportant memory as relevant as the best is kept; a new, important weak one is not."""
+    best = cand("best", 0.7, 6.0)
+    old = cand("old", 0.7, 6.0, age_days=3650, importance=0.0)
+    weak_new = cand("weak", 0.2, 1.0, importance=1.0)
+    assert [r.memory_id for r in rank([best, old, weak_new], NOW, 5)] == ["best", "old"]
+
+
+@given(
+    st.lists(st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 20.0)), min_size=1, max_size=12),
+    st.floats(0.0, 1.0),
+)
+def test_the_relative_floor_only_removes_the_tail(rows: list, share: float) -> None:
+    cands = [cand(f"m{i}", c, b) for i, (c, b) in enumerate(rows)]
+    floored = rank(cands, NOW, len(cands), RankingParams(relative_floor=share))
+    everything = rank(cands, NOW, len(cands), ALL)
+    kept = {r.memory_id for r in floored}
+    assert [r for r in everything if r.memory_id in kept] == floored
+    if everything:
+        best = max(r.relevance for r in everything)
+        assert all((r.relevance >= share * best) == (r.memory_id in kept) for r in everything)
+        assert floored  # the best hit always passes its own floor
