@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 from memwarden.config import Settings
 from memwarden.embed import Embedder
-from memwarden.prepared import PreparedRequests
 from memwarden.stores.cache import Cache
 from memwarden.stores.replicas import ReplicaStore
 from memwarden.stores.sources import SourceRegistry
@@ -29,5 +28,3 @@ class Deps:
     """Systems of record (sources.toml): revalidation's connectors."""
     background: set[asyncio.Future[None]] = field(default_factory=set)
     """Writes that follow a read's answer (read-time confirmations); awaited before the stores close."""
-    prepared: PreparedRequests | None = None
-    """Search queries the API of this same process is already embedding (see memwarden.prepared)."""

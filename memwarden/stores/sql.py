@@ -172,8 +172,6 @@ class SqlStore:
         if checkpoint_every < 1:
             raise ValueError("checkpoint_every must be at least 1")
         self._engine = engine
-        self._ephemeral: AsyncEngine | None = None
-        """SQLite only: connections with synchronous=NORMAL, for writes that need not survive a power cut."""
         self._signer = audit_signer
         self._checkpoint_every = checkpoint_every
         self._pseudonyms = audit_pseudonyms
@@ -215,9 +213,6 @@ class SqlStore:
             engine = create_async_engine(sa_url, async_creator=inline_creator(database, durable=True))
             event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
             event.listen(engine.sync_engine, "begin", _sqlite_on_begin)
-            ephemeral = create_async_engine(sa_url, async_creator=inline_creator(database, durable=False))
-            event.listen(ephemeral.sync_engine, "connect", _sqlite_on_connect_ephemeral)
-            event.listen(ephemeral.sync_engine, "begin", _sqlite_on_begin)
         elif backend == "postgresql":
             if sa_url.drivername == "postgresql":
                 sa_url = sa_url.set(drivername="postgresql+asyncpg")
@@ -234,12 +229,9 @@ class SqlStore:
             )
         else:
             raise ValueError(f"unsupported database backend: {backend}")
-        store = cls(
+        return cls(
             engine, audit_signer=audit_signer, checkpoint_every=checkpoint_every, audit_pseudonyms=audit_pseudonyms
         )
-        if backend == "sqlite":
-            store._ephemeral = ephemeral
-        return store
 
     @property
     def engine(self) -> AsyncEngine:
@@ -277,8 +269,6 @@ class SqlStore:
 
     async def close(self) -> None:
         await self._engine.dispose()
-        if self._ephemeral is not None:
-            await self._ephemeral.dispose()
 
     async def ping(self) -> bool:
         """Readiness: True when a trivial query answers within `_PING_TIMEOUT` seconds."""
@@ -299,28 +289,19 @@ class SqlStore:
             yield conn
 
     @asynccontextmanager
-    async def _write(self, *, durable: bool = True) -> AsyncIterator[AsyncConnection]:
+    async def _write(self) -> AsyncIterator[AsyncConnection]:
         """One write transaction; on SQLite it holds the write lock from its first statement.
 
         SQLite has one writer at a time. Writers of this process queue on an asyncio lock first, so the
         next one starts the moment the last commits; left to SQLite's busy handler they would each sleep
         in steps of up to 100 ms in a pool thread and, under load, wait out the busy timeout. Other
         processes are still kept out by BEGIN IMMEDIATE and the busy timeout.
-
-        `durable=False`: the commit may be lost in a power cut (never in a process crash), and in
-        exchange does not wait for the disk: SQLite commits on a synchronous=NORMAL connection (the
-        WAL is not fsynced; the next durable commit's fsync covers it), PostgreSQL with
-        `synchronous_commit = off` for this transaction only. Only for rows that are worthless after
-        a restart anyway (a search query parked for the few milliseconds of its search).
         """
         if self.dialect != "sqlite":
             async with self._engine.connect() as conn, conn.begin():
-                if not durable:
-                    await conn.execute(sa.text("SET LOCAL synchronous_commit TO OFF"))
                 yield conn
             return
-        engine = self._engine if durable or self._ephemeral is None else self._ephemeral
-        async with self._write_lock(), engine.connect() as conn:
+        async with self._write_lock(), self._engine.connect() as conn:
             await conn.execution_options(**{_IMMEDIATE: True})
             async with conn.begin():
                 yield conn
@@ -347,21 +328,15 @@ class SqlStore:
 
     # -- claim check -----------------------------------------------------------------------
 
-    async def put_candidate(
-        self, ref: str, tenant_id: str, content: str, expires_at: datetime, *, durable: bool = True
-    ) -> None:
-        """Park content in flight so workflow payloads carry only `ref`; re-putting a ref replaces it.
+    async def put_candidate(self, ref: str, tenant_id: str, content: str, expires_at: datetime) -> None:
+        """Park content in flight so workflow payloads carry only `ref`; re-putting a ref replaces it."""
+        await self.put_candidates([(ref, tenant_id, content, expires_at)])
 
-        `durable=False` for a search query: it lives for one search, and waiting for the disk (an
-        fsync, 0.5 ms here and several under load) bought nothing but latency (see `_write`).
-        """
-        await self.put_candidates([(ref, tenant_id, content, expires_at)], durable=durable)
-
-    async def put_candidates(self, rows: Sequence[tuple[str, str, str, datetime]], *, durable: bool = True) -> None:
+    async def put_candidates(self, rows: Sequence[tuple[str, str, str, datetime]]) -> None:
         """`put_candidate` for several (ref, tenant, content, expires_at) in one transaction (one fsync):
         a write parks its content and its subject handle together."""
         upsert = Q.upsert_candidate(self.dialect)
-        async with self._write(durable=durable) as conn:
+        async with self._write() as conn:
             for ref, tenant_id, content, expires_at in rows:
                 params = {
                     "ref": ref,
@@ -1338,16 +1313,6 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA secure_delete=ON")
-    finally:
-        cursor.close()
-
-
-def _sqlite_on_connect_ephemeral(dbapi_connection: Any, record: Any) -> None:
-    """`_sqlite_on_connect`, then commits that do not wait for the disk (see `SqlStore._write`)."""
-    _sqlite_on_connect(dbapi_connection, record)
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute("PRAGMA synchronous=NORMAL")
     finally:
         cursor.close()
 
