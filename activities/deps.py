@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 
 from memwarden.config import Settings
@@ -26,5 +25,3 @@ class Deps:
     summarizer: Summarizer = field(default_factory=ExtractiveSummarizer)
     sources: SourceRegistry = field(default_factory=lambda: SourceRegistry([]))
     """Systems of record (sources.toml): revalidation's connectors."""
-    background: set[asyncio.Future[None]] = field(default_factory=set)
-    """Writes that follow a read's answer (read-time confirmations); awaited before the stores close."""

@@ -496,9 +496,15 @@ class RememberActivities:
                 ci.model_copy(update={"reason": "confirmed"}), record, operation="confirm", actor=request.actor
             )
         reason = "declined" if request.action is SettleAction.DECLINE else "confirmation_window_passed"
-        if current.status is Status.PENDING:
-            await store.reject_pending(c.tenant_id, c.memory_id, datetime.now(UTC))
-            await self._audit(c, "reject", reason, c.memory_id, actor=request.actor, decision=Decision.REJECT.value)
+        if current.status is Status.PENDING:  # the rejection and its event land in one transaction
+            await store.reject_pending(
+                c.tenant_id,
+                c.memory_id,
+                datetime.now(UTC),
+                audit=lambda _: self._event(
+                    c, "reject", reason, c.memory_id, actor=request.actor, decision=Decision.REJECT.value
+                ),
+            )
         return RememberResult(decision=Decision.REJECT, reason=reason, memory_id=c.memory_id)
 
     def all(self) -> list[object]:

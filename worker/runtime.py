@@ -63,8 +63,6 @@ async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> 
     try:
         yield deps
     finally:
-        if deps.background:  # confirmations that follow a read's answer land before the store closes
-            await asyncio.gather(*list(deps.background), return_exceptions=True)
         await sources.close()
         for replica in replicas:
             await replica.close()

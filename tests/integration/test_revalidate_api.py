@@ -637,8 +637,8 @@ async def test_the_python_client_posts_events(stack: Stack) -> None:
 
 
 async def test_an_answer_from_before_a_change_event_never_undoes_it(stack: Stack) -> None:
-    """The race the deferred confirmation opens: the source said 304, then an event marked the memory
-    stale, then the confirmation is written. It must not make the memory active again."""
+    """The race between a source's answer and its confirmation: the source said 304, then an event marked
+    the memory stale, then the confirmation is written. It must not make the memory active again."""
     from memwarden.records import SourceChange
     from memwarden.stores.audit import AuditEventIn
     from memwarden.stores.revalidation import RevalidationStore
