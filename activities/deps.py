@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 
 from memwarden.config import Settings
 from memwarden.embed import Embedder
-from memwarden.prepared import PreparedRequests
 from memwarden.stores.cache import Cache
 from memwarden.stores.replicas import ReplicaStore
 from memwarden.stores.sources import SourceRegistry
@@ -27,7 +25,3 @@ class Deps:
     summarizer: Summarizer = field(default_factory=ExtractiveSummarizer)
     sources: SourceRegistry = field(default_factory=lambda: SourceRegistry([]))
     """Systems of record (sources.toml): revalidation's connectors."""
-    background: set[asyncio.Future[None]] = field(default_factory=set)
-    """Writes that follow a read's answer (read-time confirmations); awaited before the stores close."""
-    prepared: PreparedRequests | None = None
-    """Search queries the API of this same process is already embedding (see memwarden.prepared)."""

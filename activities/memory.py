@@ -51,8 +51,6 @@ class MemoryActivities:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
         self.revalidator = Revalidator(deps)
-        if deps.prepared is not None:
-            deps.prepared.serve_searches(self._gather_for)
 
     async def _embed(self, texts: list[str]) -> list[list[float]]:
         return await asyncio.to_thread(self.deps.embedder.embed, texts)
@@ -69,19 +67,11 @@ class MemoryActivities:
             raise ValueError("k must be >= 1")
         if request.subject_ref is not None:
             # The real read filter waits under the subject handle (history holds one without clauses).
-            held = self.deps.prepared.take_filter(request.subject_ref) if self.deps.prepared is not None else None
-            if held is None:
-                ids = await resolve_handle(self.deps.store, request.subject_ref)
-                if ids is None:
-                    raise CandidateGone(request.subject_ref)
-                held = ReadFilter.model_validate(ids["read_filter"])
-            request = request.model_copy(update={"read_filter": held})
-        gathered = None
-        if request.query_ref is not None and self.deps.prepared is not None:
-            # The API of this process started these reads (and the embedding) as the request arrived.
-            gathered = await self.deps.prepared.take_search(request.query_ref, request.read_filter, request.k)
-        if not isinstance(gathered, Gathered):
-            gathered = await self._gather_for(*await self._query(request), request.read_filter, request.k)
+            ids = await resolve_handle(self.deps.store, request.subject_ref)
+            if ids is None:
+                raise CandidateGone(request.subject_ref)
+            request = request.model_copy(update={"read_filter": ReadFilter.model_validate(ids["read_filter"])})
+        gathered = await self._gather_for(*await self._query(request), request.read_filter, request.k)
         now = datetime.now(UTC)
         ranked, meta = gathered.ranked, gathered.meta
         hits: list[Hit] = []
@@ -102,11 +92,7 @@ class MemoryActivities:
         return await self.revalidator.at_read(request, hits, withheld, spare, meta, now)
 
     async def _query(self, request: RetrieveInput) -> tuple[str, list[float]]:
-        """The query and its vector: from this process's API when it is embedding it, else the claim check."""
-        if request.query_ref is not None and self.deps.prepared is not None:
-            ready = await self.deps.prepared.take(request.query_ref)
-            if ready is not None:
-                return ready
+        """The query (from its claim check, the API parked it before starting the workflow) and its vector."""
         query = request.query
         if request.query_ref is not None:
             parked = await self.deps.store.get_candidate(request.query_ref)

@@ -75,16 +75,6 @@ def candidate_gone(memory_id: str) -> ApplicationError:
     return ApplicationError(str(gone), type=type(gone).__name__, non_retryable=True)
 
 
-PARK_GRACE_ATTEMPTS = 4
-"""Attempts (~1.4 s of retry backoff) that a missing claim check with no effect on record counts as not yet
-parked rather than gone: the API parks beside the workflow start when it hosts a worker (api.routes.memories)."""
-
-
-def not_parked_yet(memory_id: str) -> ApplicationError:
-    """No claim check and no effect on record, early on: the API may still be parking it (retryable)."""
-    return ApplicationError(f"candidate {memory_id} is not parked yet", type="CandidateNotParked")
-
-
 def namespace_filter(c: RememberInput) -> ReadFilter:
     """Exactly the candidate's own namespace: dedupe and slots never reach across namespaces."""
     if c.scope is Scope.SHARED:
@@ -184,10 +174,7 @@ class RememberActivities:
         """
         if c.subject_ref is None:
             return c
-        prepared = self.deps.prepared
-        ids: dict[str, Any] | None = prepared.take_ids(c.subject_ref) if prepared is not None else None
-        if ids is None:
-            ids = await resolve_handle(self.deps.store, c.subject_ref)
+        ids = await resolve_handle(self.deps.store, c.subject_ref)
         if ids is None:
             row = await self.deps.store.get_memory(c.tenant_id, c.memory_id)
             if row is None:
@@ -221,29 +208,21 @@ class RememberActivities:
         *,
         enabled: bool,
         quarantined: bool,
-        prepared_vector: list[float] | None = None,
     ) -> tuple[Screened, str]:
         """Screening proper: detector codes, then (unless already rejected) the nearest live memory and the
         slot's holder. Returns what the gate decides on and the text that would be stored (redacted).
 
-        `prepared_vector`: the API of this process embedded the content as the request arrived. The
-        detectors (over the content and every other free-text field) always run in a worker thread: a
-        hostile input must never hold the event loop the API shares."""
+        The detectors (over the content and every other free-text field) always run in a worker thread:
+        a hostile input must never hold the event loop the API shares."""
         store = self.deps.store
-        raw_dense = prepared_vector
-        if raw_dense is not None:
+        # Embedding (onnxruntime, off the GIL) runs beside the detectors (Python), on the other core:
+        # most candidates are embedded as they are. The vector of a candidate that is then rejected or
+        # redacted is dropped unused: it is never compared, cached or stored.
+        speculative = asyncio.ensure_future(self._embed([content]))
+        try:
             screening = await detect.screen_async(content, source_kind=c.source_kind, fields=detect.free_text_fields(c))
-        else:
-            # Embedding (onnxruntime, off the GIL) runs beside the detectors (Python), on the other core:
-            # most candidates are embedded as they are. The vector of a candidate that is then rejected or
-            # redacted is dropped unused: it is never compared, cached or stored.
-            speculative = asyncio.ensure_future(self._embed([content]))
-            try:
-                screening = await detect.screen_async(
-                    content, source_kind=c.source_kind, fields=detect.free_text_fields(c)
-                )
-            finally:
-                [raw_dense] = await speculative
+        finally:
+            [raw_dense] = await speculative
         screened = Screened(screening=screening, memory_enabled=enabled, source_quarantined=quarantined)
         inp = screened.gate_input(c)
         if precheck(inp, policy) is not None:
@@ -298,19 +277,13 @@ class RememberActivities:
         (committed or pending) or the decision's audit event (REJECT, NOOP).
         """
         c = await self._hydrate(c)
-        prepared = self.deps.prepared
-        if prepared is not None:  # the API of this process may still be parking the claim check
-            await prepared.parked(c.candidate_ref)
         ref = c.source_ref
         enabled, content, quarantined = await self.deps.store.screen_inputs(
             c.tenant_id, c.owner_id, c.candidate_ref, (ref.system, ref.key) if ref is not None else None
         )
         if content is None:
             return await self._remembered_before(c)
-        ready = await prepared.take_candidate(c.candidate_ref, content) if prepared is not None else None
-        screened, _ = await self._screen(
-            c, policy, content, enabled=enabled, quarantined=quarantined, prepared_vector=ready
-        )
+        screened, _ = await self._screen(c, policy, content, enabled=enabled, quarantined=quarantined)
         decision = decide(screened.gate_input(c), screened.lookup, policy)
         if decision.decision in (Decision.REJECT, Decision.NOOP):
             result = RememberResult(
@@ -362,8 +335,6 @@ class RememberActivities:
                     )
                     result = RememberResult(decision=decision, reason=event.reason, memory_id=gate.duplicate_of)
                     return Remembered(decision=gate, result=result)
-            if activity.info().attempt < PARK_GRACE_ATTEMPTS:
-                raise not_parked_yet(c.memory_id)
             raise candidate_gone(c.memory_id)
         untrusted = existing.confidence < 1.0 and existing.source_kind is SourceKind.TOOL
         lifetime = existing.expires_at - existing.created_at if existing.expires_at else None
@@ -519,9 +490,15 @@ class RememberActivities:
                 ci.model_copy(update={"reason": "confirmed"}), record, operation="confirm", actor=request.actor
             )
         reason = "declined" if request.action is SettleAction.DECLINE else "confirmation_window_passed"
-        if current.status is Status.PENDING:
-            await store.reject_pending(c.tenant_id, c.memory_id, datetime.now(UTC))
-            await self._audit(c, "reject", reason, c.memory_id, actor=request.actor, decision=Decision.REJECT.value)
+        if current.status is Status.PENDING:  # the rejection and its event land in one transaction
+            await store.reject_pending(
+                c.tenant_id,
+                c.memory_id,
+                datetime.now(UTC),
+                audit=lambda _: self._event(
+                    c, "reject", reason, c.memory_id, actor=request.actor, decision=Decision.REJECT.value
+                ),
+            )
         return RememberResult(decision=Decision.REJECT, reason=reason, memory_id=c.memory_id)
 
     def all(self) -> list[object]:

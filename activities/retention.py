@@ -33,7 +33,7 @@ class RetentionActivities:
         await self.deps.store.delete_expired_candidates(now)
         for tenant_id in await forget.tenants_with_expired(now):
             body = redacted(selector, key, tenant_id)
-            row, created = await forget.begin(
+            row, _ = await forget.begin(
                 tenant_id=tenant_id,
                 requester=REQUESTER,
                 selector=selector,
@@ -43,20 +43,21 @@ class RetentionActivities:
                 subject_hash=None,
                 now=now,
             )
-            if created:
-                await self.deps.store.append_audit(
-                    AuditEventIn(
-                        id=f"forget-request-{row.id}",
-                        at=now,
-                        tenant_id=tenant_id,
-                        actor=REQUESTER,
-                        operation="forget_requested",
-                        reason=REASON,
-                        workflow_id=row.workflow_id,
-                        deletion_id=row.id,
-                        details={"selector": body, "counts": row.counts or {}},
-                    )
+            # Appended whether or not `begin` created the deletion just now: the event's id is the
+            # deletion's, so a retry after a crash between the two writes records it, and nothing twice.
+            await self.deps.store.append_audit(
+                AuditEventIn(
+                    id=f"forget-request-{row.id}",
+                    at=now,
+                    tenant_id=tenant_id,
+                    actor=REQUESTER,
+                    operation="forget_requested",
+                    reason=REASON,
+                    workflow_id=row.workflow_id,
+                    deletion_id=row.id,
+                    details={"selector": body, "counts": row.counts or {}},
                 )
+            )
             if row.status != "verified":
                 plan.deletions.append(ForgetInput(deletion_id=row.id, tenant_id=tenant_id))
         return plan

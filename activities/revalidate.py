@@ -12,7 +12,6 @@ spans, metrics or audit (hashes and codes only).
 from __future__ import annotations
 
 import asyncio
-import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -51,9 +50,6 @@ from memwarden.stores.vectors import index_point
 from workflows.names import PERIODIC_REVALIDATION_PLAN, REVALIDATE_MEMORY
 
 ACTOR = "system:revalidate"
-_log = logging.getLogger("memwarden.revalidate")
-CONFIRM_BATCH_SECONDS = 0.1
-"""Read-time confirmations within this window are written in one transaction, after the reads answered."""
 _NS = uuid.UUID("7f3c2a61-0d4e-4f55-9a3b-2c8e1b6d5a90")
 
 Outcome = RevalidationOutcome
@@ -78,10 +74,6 @@ class Revalidator:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
         self.store = RevalidationStore(deps.store)
-        self._pending: list[tuple[MemoryRecord, str | None]] = []
-        self._pending_events: list[AuditEventIn] = []
-        self._pending_now: datetime | None = None
-        self._flusher: asyncio.Future[None] | None = None
 
     # -- asking ------------------------------------------------------------------------------
 
@@ -336,39 +328,28 @@ class Revalidator:
 
     # -- the read path -----------------------------------------------------------------------
 
-    def _after_read(
-        self, confirm: list[tuple[MemoryRecord, str | None]], events: list[AuditEventIn], now: datetime
+    async def _record_read_checks(
+        self,
+        confirm: list[tuple[MemoryRecord, str | None]],
+        answer_codes: Mapping[str, str],
+        attempts: list[AuditEventIn],
+        now: datetime,
     ) -> None:
-        """Queue a read's confirmations (and attempt events); reads within CONFIRM_BATCH_SECONDS share one
-        write, done after they have answered. The worker waits for it before closing the stores."""
-        self._pending.extend(confirm)
-        self._pending_events.extend(events)
-        self._pending_now = max(self._pending_now or now, now)
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.ensure_future(self._flush_later())
-            self.deps.background.add(self._flusher)
-            self._flusher.add_done_callback(self.deps.background.discard)
+        """A read's confirmations with their audit events (and its other attempts' events) in one
+        transaction, then a confirmed stale memory is active in the index again.
 
-    async def _flush_later(self) -> None:
-        await asyncio.sleep(CONFIRM_BATCH_SECONDS)
-        while self._pending or self._pending_events:
-            confirm, events, now = self._pending, self._pending_events, self._pending_now or datetime.now(UTC)
-            self._pending, self._pending_events, self._pending_now = [], [], None
-            latest = {r.id: (r, v) for r, v in confirm}  # two reads of one memory: one confirmation
-            first: dict[str, AuditEventIn] = {}
-            for event in events:
-                if event.memory_id in latest and event.reason == Outcome.UNCHANGED.value:
-                    first.setdefault(event.memory_id, event)
-            extra = [e for e in events if first.get(e.memory_id or "") is not e]
-            try:
-                done = await self.store.confirm(
-                    list(latest.values()), now, lambda r, chosen=first: chosen[r.id], extra=extra
-                )
-                stale = [r.id for r, _ in latest.values() if r.id in done and r.status is Status.STALE]
-                if stale:
-                    await self.deps.index.set_status(stale, Status.ACTIVE)
-            except Exception:  # a lost confirmation only means the next read checks again
-                _log.warning("read-time confirmations not written (%d memories)", len(latest), exc_info=True)
+        Written before the search activity completes: a failure fails the activity, and its retry (same
+        workflow run, so the same event ids) writes what is missing and nothing twice.
+        """
+        done = await self.store.confirm(
+            confirm,
+            now,
+            lambda r: self.event(r, Outcome.UNCHANGED, answer_codes[r.id], trigger="read_time", attempt=1),
+            extra=attempts,
+        )
+        stale = [r.id for r, _ in confirm if r.id in done and r.status is Status.STALE]
+        if stale:
+            await self.deps.index.set_status(stale, Status.ACTIVE)
 
     async def at_read(
         self,
@@ -474,12 +455,9 @@ class Revalidator:
                 withheld.append({"memory_id": record.id, "reason": reason})
                 dropped.add(record.id)
         if confirm or attempts:
-            # The source has answered; writing that down (last_confirmed_at, versions, audit events) need
-            # not delay the answer: it is written right after, off the read path (see README, Decisions).
-            events = [
-                self.event(r, Outcome.UNCHANGED, answer_codes[r.id], trigger="read_time", attempt=1) for r, _ in confirm
-            ]
-            self._after_read(confirm, [*events, *attempts], now)
+            # What the sources said (last_confirmed_at, versions, audit events) is on record before the
+            # activity completes, so no answer leaves with its confirmation still unwritten.
+            await self._record_read_checks(confirm, answer_codes, attempts, now)
         out = [
             Hit(memory_id=replaced.get(h.memory_id, h.memory_id), score=h.score)
             for h in hits

@@ -17,7 +17,6 @@ from api.state import ApiState
 from api.telemetry import metrics_router
 from api.usage import LastUsedRecorder
 from memwarden.config import Settings
-from memwarden.prepared import PreparedRequests
 from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import SqlStore, open_store
 
@@ -27,10 +26,8 @@ def create_app(
     *,
     temporal: Client | None = None,
     store: SqlStore | None = None,
-    prepared: PreparedRequests | None = None,
 ) -> FastAPI:
-    """Build the app; pass `temporal` to share a client with an in-process worker (eager start),
-    and that worker's `prepared` queries so searches start embedding before the workflow starts."""
+    """Build the app; pass `temporal` to share a client with an in-process worker (eager start)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -41,9 +38,7 @@ def create_app(
         client = temporal or await connect(settings)
         usage = LastUsedRecorder(sql)
         sources = SourceRegistry.from_file(settings.sources_path)  # configs only: the API never fetches
-        app.state.mw = ApiState(
-            settings=settings, store=sql, temporal=client, usage=usage, sources=sources, prepared=prepared
-        )
+        app.state.mw = ApiState(settings=settings, store=sql, temporal=client, usage=usage, sources=sources)
         try:
             yield
         finally:

@@ -14,7 +14,6 @@ from api.usage import LastUsedRecorder
 from memwarden.config import Settings
 from memwarden.forget import subject_key
 from memwarden.identity import AuthError, Principal, Role, verify_token
-from memwarden.prepared import PreparedRequests
 from memwarden.stores.audit import Pseudonymizer
 from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import SqlStore
@@ -29,8 +28,6 @@ class ApiState:
     """Batches `last_used_at` writes off the read path (started by the app's lifespan)."""
     sources: SourceRegistry | None = None
     """Systems of record (sources.toml): which system principal may post events for which source."""
-    prepared: PreparedRequests | None = None
-    """The in-process worker's query tier, when this process hosts one (see memwarden.prepared)."""
 
     @cached_property
     def subject_key(self) -> bytes:

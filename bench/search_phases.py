@@ -9,9 +9,8 @@ same machine), wrapping a few functions of the search path so that each records 
 entered and left, relative to the moment the client sent the request:
 
 - `route:wf:start` / `route:wf:end`: the API starts RetrieveWorkflow / has its result;
-- `embed:*`: the query's embedding in the prepared tier's thread (beside the workflow start);
-- `gather:*`: the reads ahead (both index queries `hybrid:*`, the store's re-check `meta:*`, ranking);
-- `act:*`: the `search_memories` local activity;
+- `act:*`: the `search_memories` local activity, and inside it `embed:*` (the query's embedding);
+- `gather:*`: the reads (both index queries `hybrid:*`, the store's re-check `meta:*`, ranking);
 - `answer:*`: the answer's transaction (re-check, content, audit append, drop of the parked query);
 - `t_end`: the client has the answer.
 
@@ -41,7 +40,6 @@ from bench import report
 from bench.latency import POOL, TENANT, bulk_load, owner, sentence
 from bench.phase_marks import MARKS, wrap
 from bench.stack import python_speed_ms, running_stack
-from memwarden.prepared import PreparedRequests
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.vectors_edge import EdgeIndex
 from worker import event_loop
@@ -50,7 +48,7 @@ from worker import event_loop
 def instrument() -> None:
     """Wrap the search path's steps (before the stack starts, so every reference sees the wrappers)."""
     wrap(search_route, "_run_workflow", "route:wf")
-    wrap(PreparedRequests, "_embed_one", "embed")
+    wrap(memory_activities.MemoryActivities, "_embed", "embed")
     wrap(memory_activities.MemoryActivities, "_gather_for", "gather")
     wrap(memory_activities.MemoryActivities, "search_memories", "act")
     wrap(EdgeIndex, "hybrid", "hybrid")

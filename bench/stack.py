@@ -98,7 +98,7 @@ async def running_stack(data_dir: Path) -> AsyncIterator[Stack]:
                 workflow_runner=FLOOR_SANDBOX,
                 max_concurrent_local_activities=32,
             )
-            app = create_app(settings, temporal=client, store=deps.store, prepared=deps.prepared)
+            app = create_app(settings, temporal=client, store=deps.store)
             async with worker, floor_worker:
                 servers: list[uvicorn.Server] = []
                 serving = asyncio.create_task(run_api(settings, servers, app))

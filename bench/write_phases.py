@@ -8,11 +8,9 @@ does) and wraps a few functions of the write path so that each records the first
 and left, relative to the moment the client sent the request:
 
 - `route:wf:start` / `route:wf:end`: the API starts RememberWorkflow / has its decision;
-- `embed:*`: the candidate's embedding in the prepared tier's thread (off the critical path unless
-  `take:end` waits for it);
 - `act:*`: the `remember_candidate` local activity, and inside it `inputs:*` (the store's one read),
-  `take:*` (the prepared vector), `detect:*`, `nearest:*` (the index), `getmany:*` (reading hits back),
-  `commit:*` (the store's transaction), `upsert:*` (the index);
+  `embed:*` (the candidate's embedding, beside the detectors), `detect:*`, `nearest:*` (the index),
+  `getmany:*` (reading hits back), `commit:*` (the store's transaction), `upsert:*` (the index);
 - `t_end`: the client has the answer.
 
 The wrappers only read the clock; a run measures the same code that serves requests. Every text is
@@ -41,7 +39,6 @@ from bench import report  # noqa: E402
 from bench.load_clients import body  # noqa: E402
 from bench.phase_marks import MARKS, wrap  # noqa: E402
 from bench.stack import python_speed_ms  # noqa: E402
-from memwarden.prepared import PreparedRequests  # noqa: E402
 from memwarden.stores.sql import SqlStore  # noqa: E402
 from memwarden.stores.vectors_edge import EdgeIndex  # noqa: E402
 from tests.integration.api_stack import embedded_api  # noqa: E402
@@ -51,8 +48,7 @@ from worker import event_loop  # noqa: E402
 def instrument() -> None:
     """Wrap the write path's steps (before the stack starts, so every reference sees the wrappers)."""
     wrap(memories_route, "_execute_remember", "route:wf")
-    wrap(PreparedRequests, "_embed_one", "embed")
-    wrap(PreparedRequests, "take_candidate", "take")
+    wrap(remember_activities.RememberActivities, "_embed", "embed")
     wrap(remember_activities.RememberActivities, "remember_candidate", "act")
     wrap(SqlStore, "screen_inputs", "inputs")
     wrap(SqlStore, "get_many", "getmany")

@@ -75,7 +75,7 @@ async def embedded_stack(
             telemetry.setup(settings, span_exporter=span_exporter)
         client = await connect(settings)
         async with open_deps(settings) as deps:
-            app = create_app(settings, temporal=client, store=deps.store, prepared=deps.prepared)
+            app = create_app(settings, temporal=client, store=deps.store)
             async with build_worker(client, deps):
                 servers: list[uvicorn.Server] = []
                 serving = asyncio.create_task(run_api(settings, servers, app))

@@ -22,7 +22,6 @@ from activities.summaries import SummaryActivities
 from memwarden import detect
 from memwarden.config import Settings
 from memwarden.embed import Embedder, default_embedder
-from memwarden.prepared import PreparedRequests
 from memwarden.stores.cache import open_cache
 from memwarden.stores.replicas import ReplicaStore
 from memwarden.stores.sources import SourceRegistry
@@ -52,7 +51,6 @@ async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> 
     await asyncio.to_thread(detect.warm_up)
     replicas = [await ReplicaStore.open(url) for url in settings.replica_urls]
     sources = SourceRegistry.from_file(settings.sources_path)
-    prepared = PreparedRequests(emb)
     deps = Deps(
         settings=settings,
         store=store,
@@ -61,14 +59,10 @@ async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> 
         embedder=emb,
         replicas=replicas,
         sources=sources,
-        prepared=prepared,
     )
     try:
         yield deps
     finally:
-        if deps.background:  # confirmations that follow a read's answer land before the store closes
-            await asyncio.gather(*list(deps.background), return_exceptions=True)
-        prepared.close()
         await sources.close()
         for replica in replicas:
             await replica.close()

@@ -70,7 +70,7 @@ async def up(settings: Settings, *, temporal_port: int, ui_port: int, headless: 
         await ensure_schedules(client, settings)
         async with open_deps(settings) as deps:
             worker = build_worker(client, deps)
-            app = create_app(settings, temporal=client, store=deps.store, prepared=deps.prepared)
+            app = create_app(settings, temporal=client, store=deps.store)
             servers: list[uvicorn.Server] = []
             worker_task = asyncio.create_task(worker.run())
             api_task = asyncio.create_task(run_api(settings, servers, app))

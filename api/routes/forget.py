@@ -88,7 +88,7 @@ async def _forget(state: ApiState, caller: Principal, request: ForgetRequest) ->
     forget = ForgetStore(state.store, state.settings.retention_classes)
     now = datetime.now(UTC)
     try:
-        row, created = await forget.begin(
+        row, _ = await forget.begin(
             tenant_id=caller.tenant,
             requester=caller.actor,
             selector=selector,
@@ -100,20 +100,21 @@ async def _forget(state: ApiState, caller: Principal, request: ForgetRequest) ->
         )
     except MemoryNotFound:
         raise Problem(404, "not_found", "no such memory", field="memory_id") from None
-    if created:
-        await state.store.append_audit(
-            AuditEventIn(
-                id=f"forget-request-{row.id}",
-                at=now,
-                tenant_id=row.tenant_id,
-                actor=caller.actor,
-                operation="forget_requested",
-                reason=request.reason,
-                workflow_id=row.workflow_id,
-                deletion_id=row.id,
-                details={"selector": body, "counts": row.counts or {}, "subject_hash": subject},
-            )
+    # Appended for a repeated request too (the id is the deletion's, so once): a request whose first try
+    # died between `begin` and this append is on record after the caller retries it.
+    await state.store.append_audit(
+        AuditEventIn(
+            id=f"forget-request-{row.id}",
+            at=now,
+            tenant_id=row.tenant_id,
+            actor=caller.actor,
+            operation="forget_requested",
+            reason=request.reason,
+            workflow_id=row.workflow_id,
+            deletion_id=row.id,
+            details={"selector": body, "counts": row.counts or {}, "subject_hash": subject},
         )
+    )
     # Ids, the selector's kind and counts only: never the owner id a selector may name.
     telemetry.set_attributes(
         trace.get_current_span(),

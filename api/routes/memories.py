@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -140,44 +138,21 @@ def _pseudonym(state: ApiState, caller: Principal) -> str:
 async def remember(
     state: ApiState, request: RememberInput, content: str, now: datetime, workflow_id: str, digest: str
 ) -> RememberResult:
-    """Park the write, run RememberWorkflow and return its decision.
+    """Park the write, then run RememberWorkflow and return its decision.
 
-    The content and a subject handle are parked in one transaction (the claim check, which keeps the
-    owner's id and the writer out of history), not fsynced: the commit that makes the memory durable
-    fsyncs the log they are in, and a park lost to a power cut only fails a write that had no answer yet.
-
-    When this process hosts the worker (`state.prepared`), embedding starts here in a worker thread,
-    and parking runs beside the workflow start instead of before it: the in-process activity awaits it
-    before its first read (memwarden.prepared). An activity on another worker (eager start declined)
-    that reads before the row lands is retried (`CandidateNotParked`).
+    The content and a subject handle (which keeps the owner's id and the writer out of history) are
+    committed to the store in one transaction before the workflow starts: the activity always finds
+    them there, on whichever worker it runs.
     """
-    sealed, rows, ids = _sealed_write(state, request, content, now)
-    prepared = state.prepared
-    if prepared is None:
-        await state.store.put_candidates(rows, durable=False)
-        return await _execute_remember(state, sealed, workflow_id, digest)
-    handle = sealed.subject_ref
-    assert handle is not None
-    prepared.prepare(request.candidate_ref, content)
-    prepared.hold_ids(handle, ids)
-    parking = asyncio.ensure_future(state.store.put_candidates(rows, durable=False))
-    prepared.hold_parking(request.candidate_ref, parking)
-    try:
-        result = await _execute_remember(state, sealed, workflow_id, digest)
-        await parking
-        return result
-    finally:
-        if not parking.done():
-            with contextlib.suppress(Exception):
-                await parking
-        for ref in (request.candidate_ref, handle):  # entries the activity did not take (a replay, a failure)
-            prepared.discard(ref)
+    sealed, rows = _sealed_write(state, request, content, now)
+    await state.store.put_candidates(rows)
+    return await _execute_remember(state, sealed, workflow_id, digest)
 
 
 def _sealed_write(
     state: ApiState, request: RememberInput, content: str, now: datetime
-) -> tuple[RememberInput, list[tuple[str, str, str, datetime]], dict[str, str | None]]:
-    """The input history will hold, the claim-check rows to park, and the ids its subject handle holds.
+) -> tuple[RememberInput, list[tuple[str, str, str, datetime]]]:
+    """The input history will hold, and the claim-check rows to park (the content, the subject handle).
 
     The handle keeps the owner's id, the writer and the speaker out of RememberWorkflow's history (erasing the owner
     deletes it), and the actor goes in as the audit log's pseudonym (it is only ever audited).
@@ -199,7 +174,7 @@ def _sealed_write(
             "subject_ref": handle,
         }
     )
-    return sealed, rows, ids
+    return sealed, rows
 
 
 async def _execute_remember(state: ApiState, request: RememberInput, workflow_id: str, digest: str) -> RememberResult:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
@@ -50,13 +49,7 @@ async def search(state: State, caller: Caller, body: Annotated[SearchIn, Body()]
     if not rf.clauses:
         return SearchOut(results=[], withheld=[], context="", workflow_id=workflow_id)
     query_ref = f"query-{workflow_id}"
-    if state.prepared is not None:
-        state.prepared.prepare_search(query_ref, body.query, rf, k)  # embedding and reads start now
-    try:
-        result = await _run_workflow(state, caller, body, rf, k, workflow_id, query_ref)
-    finally:
-        if state.prepared is not None:
-            state.prepared.discard(query_ref)
+    result = await _run_workflow(state, caller, body, rf, k, workflow_id, query_ref)
     now = datetime.now(UTC)
     scores = {h.memory_id: h.score for h in result.hits}
     # Read-time revalidation's verdicts (verified / unverified) replace the store's fresh-or-stale; a memory
@@ -129,14 +122,12 @@ async def search(state: State, caller: Caller, body: Annotated[SearchIn, Body()]
 async def _run_workflow(
     state: ApiState, caller: Principal, body: SearchIn, rf: ReadFilter, k: int, workflow_id: str, query_ref: str
 ) -> RetrieveResult:
-    """Park the query and run RetrieveWorkflow; on failure the parked query is dropped here (on
+    """Park the query, then run RetrieveWorkflow; on failure the parked query is dropped here (on
     success the answer's transaction drops it).
 
-    Claim check: the query is parked in the store for the activity, so it never enters history.
-    When this process hosts the worker (`state.prepared`), the activity takes the query from
-    memory, so parking runs beside the workflow instead of before it; it is awaited before the
-    answer. An activity on another worker (eager start declined) that reads the store before the
-    row lands fails with CandidateGone and is retried (100 ms later) by the workflow's policy.
+    Claim check: the query (and, for a person, the read filter under a subject handle) is committed to
+    the store before the workflow starts, so the activity always finds it there, on whichever worker it
+    runs, and the query never enters history.
     """
     expires = datetime.now(UTC) + QUERY_CLAIM_TTL
     rows = [(query_ref, caller.tenant, body.query, expires)]
@@ -147,9 +138,7 @@ async def _run_workflow(
         handle = new_handle(state.subject_key, caller.tenant, owner)
         rows.append(handle_row(handle, caller.tenant, {"read_filter": rf.model_dump(mode="json")}, expires))
         sealed = rf.model_copy(update={"clauses": ()})
-        if state.prepared is not None:
-            state.prepared.hold_filter(handle, rf)
-    parking = asyncio.ensure_future(state.store.put_candidates(rows, durable=False))
+    await state.store.put_candidates(rows)
     request = RetrieveInput(
         query_ref=query_ref,
         k=k,
@@ -159,9 +148,7 @@ async def _run_workflow(
         subject_ref=handle,
     )
     try:
-        if state.prepared is None:
-            await parking
-        result = await state.temporal.execute_workflow(
+        return await state.temporal.execute_workflow(
             RetrieveWorkflow.run,
             request,
             id=workflow_id,
@@ -169,15 +156,8 @@ async def _run_workflow(
             execution_timeout=timedelta(seconds=state.settings.workflow_timeout_seconds),
             request_eager_start=True,
         )
-        await parking
-        return result
     except BaseException as exc:
-        with contextlib.suppress(BaseException):
-            await parking
         await state.store.delete_candidate(query_ref)
         if isinstance(exc, WorkflowFailureError):
             raise Problem(503, "search_failed", "search is unavailable", extra={"workflow_id": workflow_id}) from None
         raise
-    finally:
-        if handle is not None and state.prepared is not None:
-            state.prepared.discard(handle)

@@ -472,43 +472,18 @@ async def test_a_pending_write_forgotten_while_it_waits_is_never_confirmed(api: 
     assert mid not in await search_ids(http, alice, "greet Alice in Portuguese")
 
 
-async def test_a_write_uses_the_in_process_tier_and_leaves_no_claim_check(api: Api, http: httpx.AsyncClient) -> None:
-    """When the API hosts the worker, the candidate's embedding starts as the request arrives and the park
-    runs beside the workflow start: the activity takes the embedding, waits for the park, and its commit
-    drops the claim check and the handle (a park landing after the commit would leave them behind)."""
+async def test_a_write_leaves_no_claim_check(api: Api, http: httpx.AsyncClient) -> None:
+    """The API commits the claim check before the workflow starts; the activity's commit (or its
+    decision, for a NOOP) drops it in the same transaction, and only the subject handles stay."""
     t = tenant()
-    prepared = api.deps.prepared
-    assert prepared is not None
-    taken: list[str] = []
-    original = prepared.take_candidate
-
-    async def spy(ref: str, text: str) -> list[float] | None:
-        got = await original(ref, text)
-        if got is not None:
-            taken.append(ref)
-        return got
-
-    prepared.take_candidate = spy  # type: ignore[method-assign]
-    try:
-        added = await propose(http, api.auth(t, "alice"), "synthetic: alice keeps the cobalt atlas on the top shelf")
-        noop = await propose(http, api.auth(t, "alice"), "synthetic: alice keeps the cobalt atlas on the top shelf")
-    finally:
-        del prepared.take_candidate
+    added = await propose(http, api.auth(t, "alice"), "synthetic: alice keeps the cobalt atlas on the top shelf")
+    noop = await propose(http, api.auth(t, "alice"), "synthetic: alice keeps the cobalt atlas on the top shelf")
     assert (added["decision"], noop["decision"], noop["memory_id"]) == ("ADD", "NOOP", added["memory_id"])
-    assert len(taken) == 2 and taken[0] == added["memory_id"]  # the activity used the API's embedding
-    assert len(prepared) == 0
     assert await api.store.get_candidate(added["memory_id"]) is None
-    assert await api.store.get_candidate(taken[1]) is None  # a NOOP drops its claim check too
     async with api.store.engine.connect() as conn:  # what stays is the subject handles (a pending write's
         rows = (await conn.exec_driver_sql("SELECT ref FROM candidates WHERE tenant_id = ?", (t,))).all()
     assert len(rows) == 2 and all(ref.startswith("subject-") for (ref,) in rows)  # settlement needs them)
-
-    # Without the tier (another worker process) the store's claim check serves, with the same outcome.
-    api.deps.prepared = None
-    try:
-        again = await propose(http, api.auth(t, "alice"), "synthetic: alice keeps the saffron map in the car")
-    finally:
-        api.deps.prepared = prepared
+    again = await propose(http, api.auth(t, "alice"), "synthetic: alice keeps the saffron map in the car")
     assert again["decision"] == "ADD"
     assert await audit_ops(api, t) == [("create", "accepted"), ("noop", "duplicate"), ("create", "accepted")]
 

@@ -8,7 +8,6 @@ server) over the real embedded stores twice, and check the second answer, the ro
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from collections.abc import AsyncIterator
 
@@ -17,7 +16,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.deps import Deps
-from activities.remember import PARK_GRACE_ATTEMPTS, RememberActivities
+from activities.remember import RememberActivities
 from memwarden.policy.gate import GatePolicy, GateReason, Remembered
 from memwarden.records import Decision, MemoryType, RememberInput, Status
 from tests.workflows.record_histories import park, remember_input, settings_for
@@ -110,32 +109,11 @@ async def test_a_retried_stage_answers_pending_with_what_the_child_needs(deps: D
     assert await operations(deps, t) == [("stage", "staged_behaviour_change")]
 
 
-async def test_no_claim_check_and_no_effect_on_record_is_retried_then_candidate_gone(deps: Deps) -> None:
-    """Early attempts wait for a park that may still be landing (the API parks beside the workflow start
-    when it hosts a worker); once the grace is spent, the candidate is gone and retrying cannot help."""
+async def test_no_claim_check_and_no_effect_on_record_is_candidate_gone(deps: Deps) -> None:
+    """The API commits the claim check before it starts the workflow: an activity that finds neither it
+    nor an effect it left has nothing to remember, and retrying cannot help."""
     c = candidate(tenant(), "never parked")
-    env = ActivityEnvironment()
-    with pytest.raises(ApplicationError) as early:
-        await env.run(RememberActivities(deps).remember_candidate, c, POLICY)
-    assert early.value.type == "CandidateNotParked" and not early.value.non_retryable
-    env.info = dataclasses.replace(env.info, attempt=PARK_GRACE_ATTEMPTS)
     with pytest.raises(ApplicationError) as failed:
-        await env.run(RememberActivities(deps).remember_candidate, c, POLICY)
+        await ActivityEnvironment().run(RememberActivities(deps).remember_candidate, c, POLICY)
     assert failed.value.type == "CandidateGone" and failed.value.non_retryable
     assert await deps.store.get_memory(c.tenant_id, c.memory_id) is None
-
-
-async def test_a_park_landing_after_the_first_attempt_is_remembered_on_the_retry(deps: Deps) -> None:
-    t = tenant()
-    text = "synthetic: alice keeps the quartz notebook next to the ember lamp"
-    c = candidate(t, text)
-    run = RememberActivities(deps).remember_candidate
-    env = ActivityEnvironment()
-    with pytest.raises(ApplicationError) as early:
-        await env.run(run, c, POLICY)
-    assert early.value.type == "CandidateNotParked"
-    await park(deps.store, c, text)
-    env.info = dataclasses.replace(env.info, attempt=2)
-    done = await env.run(run, c, POLICY)
-    assert (done.result.decision, done.result.memory_id) == (Decision.ADD, c.memory_id)
-    assert await operations(deps, t) == [("create", "accepted")]

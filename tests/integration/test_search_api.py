@@ -29,7 +29,6 @@ from memwarden.records import (
     MemoryRecord,
     MemoryType,
     Provenance,
-    ReadFilter,
     RetrieveResult,
     Scope,
     Sensitivity,
@@ -151,44 +150,20 @@ async def test_workflow_history_carries_ids_and_scores_only(api: Api) -> None:
     assert "cello" not in raw and rec.content_hash not in raw  # payloads are sealed by the codec
 
 
-async def test_the_query_is_embedded_in_process_and_its_claim_check_dropped_with_the_audit(api: Api) -> None:
-    """The API's in-process tier feeds the activity (the vector, and the candidates gathered with it
-    while the workflow started); the answer, its read event and the dropped claim check land together
-    (one transaction); a worker without the tier reads the store instead."""
+async def test_the_query_claim_check_is_dropped_with_the_read_audit(api: Api) -> None:
+    """The API parks the query before the workflow starts and the activity reads it from the store; the
+    answer, its read event and the dropped claim check land together (one transaction)."""
     t = tenant()
     rec = await api.put(t, "synthetic: keeps bees on the allotment roof")
-    prepared = api.deps.prepared
-    assert prepared is not None
-    taken: list[str] = []
-    original = prepared.take_search
-
-    async def spy(ref: str, read_filter: ReadFilter, k: int) -> object | None:
-        got = await original(ref, read_filter, k)
-        if got is not None:
-            taken.append(ref)
-        return got
-
-    prepared.take_search = spy  # type: ignore[method-assign]
-    try:
-        out = await api.search(api.auth(t, "alice"), query="bees allotment")
-    finally:
-        del prepared.take_search
+    out = await api.search(api.auth(t, "alice"), query="bees allotment")
     assert [r["memory_id"] for r in out["results"]] == [rec.id]
-    assert taken == [f"query-{out['workflow_id']}"]  # the activity used what the API gathered
-    assert len(prepared) == 0
     assert await api.deps.store.get_candidate(f"query-{out['workflow_id']}") is None
     events, _ = await api.deps.store.list_audit(t, limit=10, cursor=None)
     [read] = [e for e in events if e.operation == "read"]
     assert read.workflow_id == out["workflow_id"] and read.details["returned"] == [rec.id]
-
-    # Without the tier (another worker process, or eager start declined) the store's claim check serves.
-    api.deps.prepared = None
-    try:
-        again = await api.search(api.auth(t, "alice"), query="bees allotment")
-    finally:
-        api.deps.prepared = prepared
+    again = await api.search(api.auth(t, "alice"), query="bees allotment")
     assert [r["memory_id"] for r in again["results"]] == [rec.id]
-    assert again["results"][0]["score"] == out["results"][0]["score"]  # the same vector either way
+    assert again["results"][0]["score"] == out["results"][0]["score"]  # the same vector every time
     assert await api.deps.store.get_candidate(f"query-{again['workflow_id']}") is None
 
 

@@ -216,22 +216,16 @@ async def test_sqlite_connection_settings(store: SqlStore, backend: str) -> None
     assert await scalar(store, "PRAGMA synchronous") == 2  # FULL: every commit waits for the disk
 
 
-async def test_a_non_durable_claim_check_is_visible_at_once_and_leaves_durable_writes_alone(
+async def test_a_claim_check_is_visible_at_once_belongs_to_its_tenant_and_commits_full(
     store: SqlStore, backend: str
 ) -> None:
-    """A search query is parked without waiting for the disk; everything else still commits FULL."""
+    """A parked query is committed like every other write (the workflow starts only after it landed)."""
     t = tenant()
     ref = f"query-{uuid.uuid4()}"
-    await store.put_candidate(ref, t, "what tea", datetime.now(UTC) + timedelta(minutes=5), durable=False)
+    await store.put_candidate(ref, t, "what tea", datetime.now(UTC) + timedelta(minutes=5))
     assert await store.get_candidate(ref) == "what tea"  # another connection sees it at once
     with pytest.raises(ValueError):
-        await store.put_candidate(ref, tenant(), "hijack", datetime.now(UTC) + timedelta(minutes=5), durable=False)
-    async with store._write(durable=False) as conn:
-        if backend == "sqlite":
-            assert await conn.scalar(sa.text("PRAGMA synchronous")) == 1  # NORMAL, on its own connections
-            assert await conn.scalar(sa.text("PRAGMA secure_delete")) == 1
-        else:
-            assert await conn.scalar(sa.text("SHOW synchronous_commit")) == "off"  # this transaction only
+        await store.put_candidate(ref, tenant(), "hijack", datetime.now(UTC) + timedelta(minutes=5))
     async with store._write() as conn:
         if backend == "sqlite":
             assert await conn.scalar(sa.text("PRAGMA synchronous")) == 2
@@ -499,12 +493,12 @@ async def test_answer_search_reads_audits_and_drops_the_query_in_one_transaction
     assert await store.get_candidate(ref2) == "again"
     # The person served switched memory off: nothing read, nothing audited, the query dropped.
     ref3 = f"query-{uuid.uuid4()}"
-    await store.put_candidate(ref3, t, "off", datetime.now(UTC) + timedelta(minutes=5), durable=False)
+    await store.put_candidate(ref3, t, "off", datetime.now(UTC) + timedelta(minutes=5))
     assert await store.answer_search(
         agent_filter(t), [ok.id], now, event, drop_candidate=ref3, settings_owner="u2"
     ) == [r for r in got]  # someone else's switch changes nothing
     await store.put_settings(t, "u1", False, now)
-    await store.put_candidate(ref3, t, "off", datetime.now(UTC) + timedelta(minutes=5), durable=False)
+    await store.put_candidate(ref3, t, "off", datetime.now(UTC) + timedelta(minutes=5))
     calls = len(seen)
     off = await store.answer_search(agent_filter(t), [ok.id], now, event, drop_candidate=ref3, settings_owner="u1")
     assert off is None and len(seen) == calls

@@ -28,7 +28,7 @@ from memwarden.forget import subject_key
 from memwarden.stores.audit import Pseudonymizer
 from memwarden.stores.audit_signing import CheckpointSigner
 from memwarden.stores.sql.claim_checks import ClaimChecks
-from memwarden.stores.sql.engine import MIGRATIONS_DIR, SqlEngine, create_engines
+from memwarden.stores.sql.engine import MIGRATIONS_DIR, SqlEngine, create_engine
 from memwarden.stores.sql.memories import ConcurrencyConflict, MemoryRows, _mark_superseded
 from memwarden.stores.sql.owner_settings import OwnerSettings
 from memwarden.stores.sql.read_filters import EligibleMeta, FilteredReads, by_ids_statement, read_filter_clause
@@ -90,12 +90,10 @@ class SqlStore(MemoryRows, FilteredReads, ClaimChecks, OwnerSettings):
         checkpoint of the audit chain head every `checkpoint_every` events; `audit_pseudonyms` turns
         the person ids in every appended event (actor, namespace) into keyed hashes.
         """
-        engine, ephemeral = await create_engines(url, schema=schema)
-        store = cls(
+        engine = await create_engine(url, schema=schema)
+        return cls(
             engine, audit_signer=audit_signer, checkpoint_every=checkpoint_every, audit_pseudonyms=audit_pseudonyms
         )
-        store._ephemeral = ephemeral
-        return store
 
 
 async def open_store(settings: Settings) -> SqlStore:

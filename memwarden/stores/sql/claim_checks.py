@@ -22,21 +22,15 @@ from memwarden.stores.sql_models import candidates
 class ClaimChecks(SqlEngine):
     """Reads and writes of `candidates`, and the one-statement read that screening starts with."""
 
-    async def put_candidate(
-        self, ref: str, tenant_id: str, content: str, expires_at: datetime, *, durable: bool = True
-    ) -> None:
-        """Park content in flight so workflow payloads carry only `ref`; re-putting a ref replaces it.
+    async def put_candidate(self, ref: str, tenant_id: str, content: str, expires_at: datetime) -> None:
+        """Park content in flight so workflow payloads carry only `ref`; re-putting a ref replaces it."""
+        await self.put_candidates([(ref, tenant_id, content, expires_at)])
 
-        `durable=False` for a search query: it lives for one search, so waiting for the disk (an fsync)
-        would buy nothing but latency (see `SqlEngine._write`).
-        """
-        await self.put_candidates([(ref, tenant_id, content, expires_at)], durable=durable)
-
-    async def put_candidates(self, rows: Sequence[tuple[str, str, str, datetime]], *, durable: bool = True) -> None:
+    async def put_candidates(self, rows: Sequence[tuple[str, str, str, datetime]]) -> None:
         """`put_candidate` for several (ref, tenant, content, expires_at) in one transaction (one fsync):
         a write parks its content and its subject handle together."""
         upsert = Q.upsert_candidate(self.dialect)
-        async with self._write(durable=durable) as conn:
+        async with self._write() as conn:
             for ref, tenant_id, content, expires_at in rows:
                 params = {
                     "ref": ref,

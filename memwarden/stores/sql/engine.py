@@ -43,14 +43,12 @@ _MIGRATE_SQLITE_ATTEMPTS = 12
 _PING_TIMEOUT = 2.0
 
 
-async def create_engines(url: str, *, schema: str | None = None) -> tuple[AsyncEngine, AsyncEngine | None]:
-    """The engine for an async URL (sqlite+aiosqlite or postgresql+asyncpg), and on SQLite a second one
-    whose commits do not wait for the disk (see `SqlEngine._write`).
+async def create_engine(url: str, *, schema: str | None = None) -> AsyncEngine:
+    """The engine for an async URL (sqlite+aiosqlite or postgresql+asyncpg).
 
     `schema` (PostgreSQL only) puts every table in that schema via the search_path.
     """
     sa_url = make_url(url)
-    ephemeral: AsyncEngine | None = None
     backend = sa_url.get_backend_name()
     if backend == "sqlite":
         if schema is not None:
@@ -65,9 +63,6 @@ async def create_engines(url: str, *, schema: str | None = None) -> tuple[AsyncE
         engine = create_async_engine(sa_url, async_creator=inline_creator(database, durable=True))
         event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
         event.listen(engine.sync_engine, "begin", _sqlite_on_begin)
-        ephemeral = create_async_engine(sa_url, async_creator=inline_creator(database, durable=False))
-        event.listen(ephemeral.sync_engine, "connect", _sqlite_on_connect_ephemeral)
-        event.listen(ephemeral.sync_engine, "begin", _sqlite_on_begin)
     elif backend == "postgresql":
         if sa_url.drivername == "postgresql":
             sa_url = sa_url.set(drivername="postgresql+asyncpg")
@@ -84,16 +79,14 @@ async def create_engines(url: str, *, schema: str | None = None) -> tuple[AsyncE
         )
     else:
         raise ValueError(f"unsupported database backend: {backend}")
-    return engine, ephemeral
+    return engine
 
 
 class SqlEngine:
     """The engine(s) of one store, and the read and write connections every part of it runs on."""
 
-    def __init__(self, engine: AsyncEngine, ephemeral: AsyncEngine | None = None) -> None:
+    def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
-        self._ephemeral = ephemeral
-        """SQLite only: connections with synchronous=NORMAL, for writes that need not survive a power cut."""
         self._write_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
             weakref.WeakKeyDictionary()
         )
@@ -134,8 +127,6 @@ class SqlEngine:
 
     async def close(self) -> None:
         await self._engine.dispose()
-        if self._ephemeral is not None:
-            await self._ephemeral.dispose()
 
     async def ping(self) -> bool:
         """Readiness: True when a trivial query answers within `_PING_TIMEOUT` seconds."""
@@ -156,7 +147,7 @@ class SqlEngine:
             yield conn
 
     @asynccontextmanager
-    async def _write(self, *, durable: bool = True) -> AsyncIterator[AsyncConnection]:
+    async def _write(self) -> AsyncIterator[AsyncConnection]:
         """One write transaction; on SQLite it holds the write lock from its first statement.
 
         SQLite has one writer at a time. Writers of this process queue on an asyncio lock first, so the
@@ -164,20 +155,12 @@ class SqlEngine:
         in steps of up to 100 ms in a pool thread and, under load, wait out the busy timeout. Other
         processes are still kept out by BEGIN IMMEDIATE and the busy timeout.
 
-        `durable=False`: the commit may be lost in a power cut (never in a process crash), and in
-        exchange does not wait for the disk: SQLite commits on a synchronous=NORMAL connection (the
-        WAL is not fsynced; the next durable commit's fsync covers it), PostgreSQL with
-        `synchronous_commit = off` for this transaction only. Only for rows that are worthless after
-        a restart anyway (a search query parked for the few milliseconds of its search).
         """
         if self.dialect != "sqlite":
             async with self._engine.connect() as conn, conn.begin():
-                if not durable:
-                    await conn.execute(sa.text("SET LOCAL synchronous_commit TO OFF"))
                 yield conn
             return
-        engine = self._engine if durable or self._ephemeral is None else self._ephemeral
-        async with self._write_lock(), engine.connect() as conn:
+        async with self._write_lock(), self._engine.connect() as conn:
             await conn.execution_options(**{_IMMEDIATE: True})
             async with conn.begin():
                 yield conn
@@ -242,16 +225,6 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA secure_delete=ON")
-    finally:
-        cursor.close()
-
-
-def _sqlite_on_connect_ephemeral(dbapi_connection: Any, record: Any) -> None:
-    """`_sqlite_on_connect`, then commits that do not wait for the disk (see `SqlEngine._write`)."""
-    _sqlite_on_connect(dbapi_connection, record)
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute("PRAGMA synchronous=NORMAL")
     finally:
         cursor.close()
 

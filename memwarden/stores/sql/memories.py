@@ -175,10 +175,19 @@ class MemoryRows(AuditLog):
         assert stored is not None
         return stored, superseded
 
-    async def reject_pending(self, tenant_id: str, memory_id: str, now: datetime) -> MemoryRecord | None:
+    async def reject_pending(
+        self,
+        tenant_id: str,
+        memory_id: str,
+        now: datetime,
+        *,
+        audit: Callable[[MemoryRecord], AuditEventIn] | None = None,
+    ) -> MemoryRecord | None:
         """A staged write declined or timed out: `rejected`, and its content dropped (never accepted).
 
-        Idempotent; None when absent. A row that is no longer pending is returned unchanged.
+        The audit event `audit(rejected row)` is appended in the same transaction, so a rejection is never
+        stored without its event. Idempotent; None when absent. A row that is no longer pending is
+        returned unchanged (its rejection, and the event with it, landed before).
         """
         m = memories.c
         async with self._write() as conn:
@@ -190,7 +199,11 @@ class MemoryRows(AuditLog):
                 .where(m.id == memory_id, m.version == current.version)
                 .values(status=Status.REJECTED.value, content=None, version=current.version + 1, updated_at=now)
             )
-            return await _select_memory(conn, tenant_id, memory_id)
+            rejected = await _select_memory(conn, tenant_id, memory_id)
+            assert rejected is not None
+            if audit is not None:
+                await self._append_audit(conn, audit(rejected))
+            return rejected
 
     async def stage_pending(
         self,
