@@ -56,7 +56,7 @@ from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
 from memwarden.stores.subjects import resolve_handle
 from memwarden.stores.vectors import index_point
-from workflows.names import REMEMBER_CANDIDATE, SETTLE_PENDING
+from memwarden.temporal.names import REMEMBER_CANDIDATE, SETTLE_PENDING
 
 LIVE = (Status.ACTIVE, Status.STALE)
 FORGOTTEN = (Status.TOMBSTONED, Status.PURGED)

@@ -46,7 +46,7 @@ from memwarden.stores.revalidation import RevalidationStore
 from memwarden.stores.sources import SourceAnswer
 from memwarden.stores.sql import EligibleMeta
 from memwarden.stores.vectors import index_point
-from workflows.names import PERIODIC_REVALIDATION_PLAN, REVALIDATE_MEMORY
+from memwarden.temporal.names import PERIODIC_REVALIDATION_PLAN, REVALIDATE_MEMORY
 
 ACTOR = "system:revalidate"
 _log = logging.getLogger("memwarden.revalidate")

@@ -48,10 +48,10 @@ from bench import report as published  # noqa: E402
 from bench.floor import FloorWorkflow, noop  # noqa: E402
 from bench.load_clients import body  # noqa: E402
 from bench.stack import FLOOR_SANDBOX, cpu_by_part, per_op_ms, python_speed_ms, rounded  # noqa: E402
+from memwarden.temporal.client import connect  # noqa: E402
 from tests.integration.api_stack import Api, embedded_api  # noqa: E402
 from worker import event_loop  # noqa: E402
 from worker.runtime import MAX_CONCURRENT_LOCAL_ACTIVITIES  # noqa: E402
-from worker.temporal_client import connect  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:

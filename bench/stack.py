@@ -30,11 +30,11 @@ from api.app import create_app
 from bench.floor import FloorWorkflow, noop
 from memwarden.config import Settings
 from memwarden.identity import mint_token
-from worker.devserver import DevServer, free_port
+from memwarden.temporal.client import connect
+from memwarden.temporal.sandbox import SANDBOX
+from stack.devserver import DevServer, free_port
+from stack.embedded import run_api
 from worker.runtime import build_worker, open_deps
-from worker.sandbox import SANDBOX
-from worker.stack import run_api
-from worker.temporal_client import connect
 
 FLOOR_SANDBOX = dataclasses.replace(SANDBOX, restrictions=SANDBOX.restrictions.with_passthrough_modules("bench.floor"))
 """The production sandbox (memwarden, workflows and pydantic passed through) plus the floor's module."""

@@ -29,7 +29,7 @@ from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import open_store
 from memwarden.stores.vectors import open_index
 from memwarden.stores.vectors_edge import EdgeIndex
-from worker.sandbox import SANDBOX
+from memwarden.temporal.sandbox import SANDBOX
 from workflows import ALL_WORKFLOWS
 
 MAX_CONCURRENT_LOCAL_ACTIVITIES = 32

@@ -11,7 +11,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.names import INDEX_HEALTH
+    from memwarden.temporal.names import INDEX_HEALTH
 
 
 @workflow.defn(name="HealthWorkflow")

@@ -16,8 +16,8 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
     from memwarden.records import ForgetInput, ForgetResult, RetentionPlan
+    from memwarden.temporal.names import RETENTION_PLAN
     from workflows.forget import ForgetWorkflow
-    from workflows.names import RETENTION_PLAN
 
 
 @workflow.defn(name="RetentionWorkflow")

@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
         SourceChange,
         SourceEvent,
     )
-    from workflows.names import PERIODIC_REVALIDATION_PLAN, REVALIDATE_MEMORY
+    from memwarden.temporal.names import PERIODIC_REVALIDATION_PLAN, REVALIDATE_MEMORY
 
 CHECK_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30), maximum_attempts=10

@@ -13,7 +13,7 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from memwarden.records import SummarizeInput, SummarizeResult
-    from workflows.names import SUMMARIZE_OWNER
+    from memwarden.temporal.names import SUMMARIZE_OWNER
 
 
 @workflow.defn(name="SummarizeWorkflow")

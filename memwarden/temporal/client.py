@@ -18,7 +18,7 @@ from temporalio.service import TLSConfig
 
 from memwarden import telemetry
 from memwarden.config import Settings
-from worker.codec import AesGcmCodec, key_id
+from memwarden.temporal.codec import AesGcmCodec, key_id
 
 
 def data_converter(settings: Settings, *, old_keys: Mapping[str, bytes] | None = None) -> DataConverter:

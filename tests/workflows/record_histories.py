@@ -67,12 +67,12 @@ from memwarden.records import (
 from memwarden.stores.forget import ForgetStore
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.summaries import park_summary_request
+from memwarden.temporal.client import data_converter
+from memwarden.temporal.codec import ENCODING
+from stack.devserver import DevServer, free_port
 from tests.source_server import SourceServer, sources_toml
 from tests.workflows.fingerprints import patch_ids
-from worker.codec import ENCODING
-from worker.devserver import DevServer, free_port
 from worker.runtime import build_worker, open_deps
-from worker.temporal_client import data_converter
 from workflows import (
     ALL_WORKFLOWS,
     ForgetWorkflow,
@@ -118,7 +118,7 @@ def settings_for(data_dir: Path, address: str, task_queue: str, **overrides: obj
 
 
 async def connect_client(settings: Settings, *, identity: str | None = None) -> Client:
-    """A client with the project's encrypted data converter (the same one `worker.temporal_client` builds)."""
+    """A client with the project's encrypted data converter (the same one `memwarden.temporal.client` builds)."""
     return await Client.connect(
         settings.temporal_address,
         namespace=settings.temporal_namespace,

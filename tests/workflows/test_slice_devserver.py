@@ -30,6 +30,9 @@ from memwarden.stores.cache import RedisCache, open_cache, owner_prefix, princip
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.sql_models import memories
 from memwarden.stores.vectors import open_index
+from memwarden.temporal.client import connect
+from memwarden.temporal.codec import ENCODING
+from stack.devserver import DevServer, free_port
 from tests.workflows.record_histories import (
     park,
     remember_input,
@@ -38,10 +41,7 @@ from tests.workflows.record_histories import (
     settings_for,
     unsealed_payloads,
 )
-from worker.codec import ENCODING
-from worker.devserver import DevServer, free_port
 from worker.runtime import build_worker, open_deps
-from worker.temporal_client import connect
 
 
 @dataclass
