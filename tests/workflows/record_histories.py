@@ -67,8 +67,8 @@ from memwarden.records import (
 from memwarden.stores.forget import ForgetStore
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.summaries import park_summary_request
-from memwarden.temporal.client import data_converter
 from memwarden.temporal.codec import ENCODING
+from memwarden.temporal.converter import data_converter
 from stack.devserver import DevServer, free_port
 from tests.source_server import SourceServer, sources_toml
 from tests.workflows.fingerprints import patch_ids
@@ -118,7 +118,7 @@ def settings_for(data_dir: Path, address: str, task_queue: str, **overrides: obj
 
 
 async def connect_client(settings: Settings, *, identity: str | None = None) -> Client:
-    """A client with the project's encrypted data converter (the same one `memwarden.temporal.client` builds)."""
+    """A client with the project's encrypted data converter (the same one `memwarden.temporal.converter` builds)."""
     return await Client.connect(
         settings.temporal_address,
         namespace=settings.temporal_namespace,

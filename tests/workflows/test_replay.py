@@ -24,7 +24,7 @@ from temporalio.worker import Replayer
 with workflow.unsafe.imports_passed_through():
     from memwarden.policy.gate import GatePolicy, Remembered
     from memwarden.records import RememberInput, RememberResult, SummarizeInput
-    from memwarden.temporal.client import data_converter
+    from memwarden.temporal.converter import data_converter
     from memwarden.temporal.names import REMEMBER_CANDIDATE
     from memwarden.temporal.sandbox import SANDBOX
     from tests.workflows.record_histories import (
