@@ -27,7 +27,7 @@ from memwarden.stores.cache import open_cache
 from memwarden.stores.replicas import ReplicaStore
 from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import open_store
-from memwarden.stores.vectors import open_index
+from memwarden.stores.vector_backends import open_index
 from memwarden.stores.vectors_edge import EdgeIndex
 from memwarden.temporal.sandbox import SANDBOX
 from workflows import ALL_WORKFLOWS

@@ -29,7 +29,7 @@ from memwarden.records import Decision, MemoryType, RememberInput, RetrieveInput
 from memwarden.stores.cache import RedisCache, open_cache, owner_prefix, principal_digest, query_digest, search_key
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.sql_models import memories
-from memwarden.stores.vectors import open_index
+from memwarden.stores.vector_backends import open_index
 from memwarden.temporal.client import connect
 from memwarden.temporal.codec import ENCODING
 from stack.devserver import DevServer, free_port
