@@ -30,7 +30,7 @@ from memwarden.stores.sql import open_store
 from memwarden.stores.vector_backends import open_index
 from memwarden.stores.vectors_edge import EdgeIndex
 from memwarden.temporal.sandbox import SANDBOX
-from workflows import ALL_WORKFLOWS
+from workflows.registry import ALL_WORKFLOWS
 
 MAX_CONCURRENT_LOCAL_ACTIVITIES = 32
 """Per worker; benches give their Temporal floor the same limit, so the floor runs as the real worker does."""

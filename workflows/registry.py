@@ -1,4 +1,4 @@
-"""Temporal workflows: deterministic orchestration only (records and policy, no I/O)."""
+"""Every workflow the worker registers (and replay tests replay), in one list."""
 
 from workflows.forget import ForgetWorkflow
 from workflows.health import HealthWorkflow

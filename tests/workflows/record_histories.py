@@ -1,6 +1,6 @@
 """Record one real history per workflow case, for the replay test (`make record-histories`).
 
-Runs every workflow in `workflows.ALL_WORKFLOWS` on a throwaway Temporal dev server, with the real
+Runs every workflow in `workflows.registry.ALL_WORKFLOWS` on a throwaway Temporal dev server, with the real
 worker (`worker.runtime`) over real embedded stores (SQLite file, Qdrant Edge, in-process cache),
 and writes each history as JSON to `tests/workflows/histories/<WorkflowName>-<case>.json`.
 
@@ -73,7 +73,8 @@ from stack.devserver import DevServer, free_port
 from tests.source_server import SourceServer, sources_toml
 from tests.workflows.fingerprints import patch_ids
 from worker.runtime import build_worker, open_deps
-from workflows import (
+from workflows.pending import pending_workflow_id
+from workflows.registry import (
     ALL_WORKFLOWS,
     ForgetWorkflow,
     HealthWorkflow,
@@ -83,7 +84,6 @@ from workflows import (
     RetrieveWorkflow,
     SummarizeWorkflow,
 )
-from workflows.pending import pending_workflow_id
 from workflows.revalidate import (
     SOURCE_EVENT_SIGNAL,
     InvalidateWorkflow,

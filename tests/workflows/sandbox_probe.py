@@ -1,6 +1,6 @@
 """A workflow that reports the memwarden and workflows modules its sandbox holds, by object identity.
 
-It imports the `workflows` package, so its sandbox loads every workflow the worker registers, and
+It imports `workflows.registry`, so its sandbox loads every workflow the worker registers, and
 with them everything they import. Kept in a module of its own: the sandbox re-imports the module
 that defines a workflow, and this one imports nothing a test module would.
 """
@@ -9,7 +9,7 @@ import sys
 
 from temporalio import workflow
 
-import workflows  # noqa: F401  (loads every registered workflow into the sandbox)
+import workflows.registry  # noqa: F401  (loads every registered workflow into the sandbox)
 
 PROBED = ("memwarden", "workflows")
 

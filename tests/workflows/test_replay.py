@@ -36,7 +36,7 @@ with workflow.unsafe.imports_passed_through():
         unsealed_payloads,
         workflow_names,
     )
-    from workflows import ALL_WORKFLOWS
+    from workflows.registry import ALL_WORKFLOWS
 
 CURRENT_FILES = sorted(HISTORIES_DIR.glob("*.json"))
 """One history per case, recorded by today's code."""
