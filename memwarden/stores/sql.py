@@ -39,6 +39,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.sql.elements import ColumnElement
 
+from memwarden.audit_signing import Checkpoint, CheckpointSigner, CheckpointVerifier
 from memwarden.config import Settings
 from memwarden.forget import subject_key
 from memwarden.records import (
@@ -61,7 +62,6 @@ from memwarden.stores.audit import (
     chain_hash,
     namespace_label,
 )
-from memwarden.stores.audit_signing import Checkpoint, CheckpointSigner, CheckpointVerifier
 from memwarden.stores.sql_models import (
     audit_checkpoints,
     audit_events,
