@@ -71,8 +71,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             floor_queue = f"floor-{uuid.uuid4().hex[:6]}"
             async with (
                 # Sandboxed like RememberWorkflow (an unsandboxed floor is cheaper than any real workflow can be),
-                # its module passed through as workflows/ is (re-imported on every run it would be slower than
-                # fair), same client, so the same codec, data converter and interceptors.
+                # its module passed through (the sandbox's per-run re-import of RememberWorkflow's modules
+                # counts as memwarden's cost, not the floor's), same client, so the same codec, data
+                # converter and interceptors.
                 Worker(
                     client,
                     task_queue=floor_queue,
