@@ -31,10 +31,12 @@ browser:
 test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 fmt: $(STAMP)
 	$(BIN)/ruff format .
@@ -53,4 +55,4 @@ config-doc: $(STAMP)
 	$(BIN)/python -m memwarden.config_doc --write deploy/README.md
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .import_linter_cache

@@ -31,7 +31,7 @@ from memwarden.sinks import (
 )
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.forget import DeletionRow, ForgetStore, build_receipt
-from workflows.names import FORGET_FINISH, FORGET_PLAN, FORGET_PURGE, FORGET_VERIFY
+from memwarden.temporal.names import FORGET_FINISH, FORGET_PLAN, FORGET_PURGE, FORGET_VERIFY
 
 HEARTBEAT_SECONDS = 2.0
 

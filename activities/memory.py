@@ -25,7 +25,7 @@ from memwarden.records import (
 )
 from memwarden.stores.sql import EligibleMeta
 from memwarden.stores.subjects import resolve_handle
-from workflows.names import INDEX_HEALTH, SEARCH_MEMORIES
+from memwarden.temporal.names import INDEX_HEALTH, SEARCH_MEMORIES
 
 CANDIDATE_FACTOR = 4
 MIN_CANDIDATES = 100

@@ -60,7 +60,7 @@ from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
 from memwarden.stores.subjects import resolve_handle
 from memwarden.stores.vectors import index_point
-from workflows.names import REMEMBER_CANDIDATE, SETTLE_PENDING
+from memwarden.temporal.names import REMEMBER_CANDIDATE, SETTLE_PENDING
 
 VECTOR_CACHE_SIZE = 512
 DEDUPE_SCORE_SLACK = 0.01

@@ -12,7 +12,7 @@ from temporalio import activity
 
 from activities.deps import Deps
 from memwarden.records import FORGOTTEN_STATUSES, Status
-from workflows.names import REPLICATE_MEMORY
+from memwarden.temporal.names import REPLICATE_MEMORY
 
 _NEVER = frozenset({Status.PENDING, *FORGOTTEN_STATUSES})
 

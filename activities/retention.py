@@ -11,7 +11,7 @@ from memwarden.forget import ExpiredSelector, redacted, selector_key, subject_ke
 from memwarden.records import ForgetInput, RetentionPlan
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.forget import ForgetStore
-from workflows.names import RETENTION_PLAN
+from memwarden.temporal.names import RETENTION_PLAN
 
 REQUESTER = "system:retention"
 REASON = "retention_expired"

@@ -47,7 +47,7 @@ from memwarden.stores.revalidation import RevalidationStore
 from memwarden.stores.sources import SourceAnswer
 from memwarden.stores.sql import EligibleMeta
 from memwarden.stores.vectors import index_point
-from workflows.names import PERIODIC_REVALIDATION_PLAN, REVALIDATE_MEMORY
+from memwarden.temporal.names import PERIODIC_REVALIDATION_PLAN, REVALIDATE_MEMORY
 
 ACTOR = "system:revalidate"
 _NS = uuid.UUID("7f3c2a61-0d4e-4f55-9a3b-2c8e1b6d5a90")

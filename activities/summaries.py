@@ -9,7 +9,7 @@ from memwarden.records import Scope, SummarizeInput, SummarizeResult, namespace_
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
 from memwarden.stores.summaries import claim_summary_request, derive, summary_sources
-from workflows.names import SUMMARIZE_OWNER
+from memwarden.temporal.names import SUMMARIZE_OWNER
 
 
 class SummaryActivities:

@@ -31,7 +31,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        from worker.temporal_client import connect
+        from memwarden.temporal.client import connect
 
         own_store = store is None
         sql = store or await open_store(settings)

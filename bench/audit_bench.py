@@ -22,8 +22,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from bench import report
+from memwarden.audit_signing import CheckpointSigner
 from memwarden.stores.audit import AuditEventIn
-from memwarden.stores.audit_signing import CheckpointSigner
 from memwarden.stores.sql import SqlStore
 
 
@@ -70,7 +70,7 @@ async def run(url: str, schema: str | None, events: int, every: int | None, writ
 
 
 def _verifier(signer: CheckpointSigner):  # type: ignore[no-untyped-def]
-    from memwarden.stores.audit_signing import CheckpointVerifier
+    from memwarden.audit_signing import CheckpointVerifier
 
     return CheckpointVerifier([signer.public_key])
 

@@ -32,10 +32,10 @@ from memwarden.stores.forget import ForgetStore
 from memwarden.stores.sql import _record_to_row
 from memwarden.stores.sql_models import memories
 from memwarden.stores.vectors import index_point
+from memwarden.temporal.client import connect
+from stack.devserver import DevServer, free_port
 from tests.workflows.record_histories import settings_for
-from worker.devserver import DevServer, free_port
 from worker.runtime import build_worker, open_deps
-from worker.temporal_client import connect
 from workflows.forget import ForgetWorkflow
 
 DIM = 384

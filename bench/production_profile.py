@@ -38,8 +38,8 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 sys.path.insert(0, str(ROOT))
 
 from bench import report  # noqa: E402
+from stack.devserver import DevServer, free_port  # noqa: E402
 from tests.e2e.harness import Child, mint  # noqa: E402
-from worker.devserver import DevServer, free_port  # noqa: E402
 
 HOBBIES = ["sailing", "pottery", "chess", "birdwatching", "baking", "climbing", "jazz piano", "gardening"]
 FOODS = ["ramen", "lentil soup", "sushi", "tacos", "paella", "dumplings", "falafel", "risotto"]

@@ -48,10 +48,10 @@ from bench import report as published  # noqa: E402
 from bench.floor import FloorWorkflow, noop  # noqa: E402
 from bench.load_clients import body  # noqa: E402
 from bench.stack import FLOOR_SANDBOX, cpu_by_part, per_op_ms, python_speed_ms, rounded  # noqa: E402
+from memwarden.temporal.client import connect  # noqa: E402
 from tests.integration.api_stack import Api, embedded_api  # noqa: E402
 from worker import event_loop  # noqa: E402
 from worker.runtime import MAX_CONCURRENT_LOCAL_ACTIVITIES  # noqa: E402
-from worker.temporal_client import connect  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
@@ -71,8 +71,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             floor_queue = f"floor-{uuid.uuid4().hex[:6]}"
             async with (
                 # Sandboxed like RememberWorkflow (an unsandboxed floor is cheaper than any real workflow can be),
-                # its module passed through as workflows/ is (re-imported on every run it would be slower than
-                # fair), same client, so the same codec, data converter and interceptors.
+                # its module passed through (the sandbox's per-run re-import of RememberWorkflow's modules
+                # counts as memwarden's cost, not the floor's), same client, so the same codec, data
+                # converter and interceptors.
                 Worker(
                     client,
                     task_queue=floor_queue,

@@ -30,14 +30,14 @@ from api.app import create_app
 from bench.floor import FloorWorkflow, noop
 from memwarden.config import Settings
 from memwarden.identity import mint_token
-from worker.devserver import DevServer, free_port
+from memwarden.temporal.client import connect
+from memwarden.temporal.sandbox import SANDBOX
+from stack.devserver import DevServer, free_port
+from stack.embedded import run_api
 from worker.runtime import build_worker, open_deps
-from worker.sandbox import SANDBOX
-from worker.stack import run_api
-from worker.temporal_client import connect
 
 FLOOR_SANDBOX = dataclasses.replace(SANDBOX, restrictions=SANDBOX.restrictions.with_passthrough_modules("bench.floor"))
-"""The production sandbox (memwarden, workflows and pydantic passed through) plus the floor's module."""
+"""The production sandbox plus the floor's module passed through, so the floor is Temporal's cost alone."""
 
 
 def floor_queue(settings: Settings) -> str:
@@ -88,8 +88,8 @@ async def running_stack(data_dir: Path) -> AsyncIterator[Stack]:
         async with open_deps(settings) as deps:
             worker = build_worker(client, deps)  # exactly the production worker
             # The floor on a worker of its own (same client, same process, so eager start applies too),
-            # in the production sandbox with its module passed through as `workflows` is: otherwise
-            # the sandbox re-imports bench.floor for every run, a cost RetrieveWorkflow never pays.
+            # in the production sandbox with its module passed through: the floor stays what Temporal
+            # costs, and the real workflows' per-run re-import of their modules counts as memwarden's.
             floor_worker = Worker(
                 client,
                 task_queue=floor_queue(settings),

@@ -18,11 +18,11 @@ from pathlib import Path
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memwarden.audit_signing import CheckpointSigner, CheckpointVerifier
 from memwarden.policy.gate import GatePolicy
 from memwarden.policy.ranking import DEFAULT_PARAMS as DEFAULT_RANKING
 from memwarden.policy.ranking import RankingParams
 from memwarden.policy.retention import DEFAULT_CLASSES, RetentionClass
-from memwarden.stores.audit_signing import CheckpointSigner, CheckpointVerifier
 
 
 class Profile(StrEnum):

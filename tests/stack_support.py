@@ -26,10 +26,10 @@ from api.app import create_app
 from memwarden import telemetry
 from memwarden.config import Settings
 from memwarden.identity import mint_token
-from worker.devserver import DevServer, free_port
+from memwarden.temporal.client import connect
+from stack.devserver import DevServer, free_port
+from stack.embedded import run_api
 from worker.runtime import build_worker, open_deps
-from worker.stack import run_api
-from worker.temporal_client import connect
 
 
 @dataclass

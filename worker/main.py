@@ -7,10 +7,10 @@ import signal
 
 from memwarden import telemetry
 from memwarden.config import Settings
+from memwarden.temporal.client import connect
 from worker.health import HealthServer
 from worker.runtime import build_worker, open_deps
 from worker.schedules import ensure_schedules
-from worker.temporal_client import connect
 
 
 async def run_worker(settings: Settings) -> None:

@@ -26,10 +26,10 @@ from memwarden.stores.cache import open_cache
 from memwarden.stores.replicas import ReplicaStore
 from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import open_store
-from memwarden.stores.vectors import open_index
+from memwarden.stores.vector_backends import open_index
 from memwarden.stores.vectors_edge import EdgeIndex
-from worker.sandbox import SANDBOX
-from workflows import ALL_WORKFLOWS
+from memwarden.temporal.sandbox import SANDBOX
+from workflows.registry import ALL_WORKFLOWS
 
 MAX_CONCURRENT_LOCAL_ACTIVITIES = 32
 """Per worker; benches give their Temporal floor the same limit, so the floor runs as the real worker does."""

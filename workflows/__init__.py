@@ -1,37 +1,5 @@
-"""Temporal workflows: deterministic orchestration only (records and policy, no I/O)."""
+"""Temporal workflows: deterministic orchestration only (records, policy and activity names; no I/O).
 
-from workflows.forget import ForgetWorkflow
-from workflows.health import HealthWorkflow
-from workflows.pending import PendingWriteWorkflow
-from workflows.remember import RememberWorkflow
-from workflows.retention import RetentionWorkflow
-from workflows.retrieve import RetrieveWorkflow
-from workflows.revalidate import InvalidateWorkflow, PeriodicRevalidationWorkflow, RevalidateWorkflow
-from workflows.summarize import SummarizeWorkflow
-
-ALL_WORKFLOWS = [
-    RememberWorkflow,
-    PendingWriteWorkflow,
-    RetrieveWorkflow,
-    HealthWorkflow,
-    ForgetWorkflow,
-    SummarizeWorkflow,
-    RetentionWorkflow,
-    RevalidateWorkflow,
-    InvalidateWorkflow,
-    PeriodicRevalidationWorkflow,
-]
-
-__all__ = [
-    "ALL_WORKFLOWS",
-    "ForgetWorkflow",
-    "HealthWorkflow",
-    "InvalidateWorkflow",
-    "PendingWriteWorkflow",
-    "PeriodicRevalidationWorkflow",
-    "RememberWorkflow",
-    "RetentionWorkflow",
-    "RetrieveWorkflow",
-    "RevalidateWorkflow",
-    "SummarizeWorkflow",
-]
+Empty on purpose: the sandbox loads a workflow's module, and so this package, afresh for every run,
+so importing one workflow must not load them all. The registered list is `workflows.registry`.
+"""

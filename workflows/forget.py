@@ -14,9 +14,8 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-with workflow.unsafe.imports_passed_through():
-    from memwarden.records import ForgetInput, ForgetPlan, ForgetResult, SinkEvidence, SinkTask
-    from workflows.names import FORGET_FINISH, FORGET_PLAN, FORGET_PURGE, FORGET_VERIFY
+from memwarden.records import ForgetInput, ForgetPlan, ForgetResult, SinkEvidence, SinkTask
+from memwarden.temporal.names import FORGET_FINISH, FORGET_PLAN, FORGET_PURGE, FORGET_VERIFY
 
 UNTIL_DONE = RetryPolicy(
     initial_interval=timedelta(seconds=1),

@@ -10,8 +10,7 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-with workflow.unsafe.imports_passed_through():
-    from workflows.names import INDEX_HEALTH
+from memwarden.temporal.names import INDEX_HEALTH
 
 
 @workflow.defn(name="HealthWorkflow")

@@ -14,9 +14,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
-with workflow.unsafe.imports_passed_through():
-    from memwarden.records import PendingWrite, RememberResult, SettleAction, SettleRequest
-    from workflows.names import SETTLE_PENDING
+from memwarden.records import PendingWrite, RememberResult, SettleAction, SettleRequest
+from memwarden.temporal.names import SETTLE_PENDING
 
 SETTLE_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10))
 

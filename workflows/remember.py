@@ -19,11 +19,10 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.workflow import ParentClosePolicy
 
-with workflow.unsafe.imports_passed_through():
-    from memwarden.policy.gate import DEFAULT_POLICY, GatePolicy, Remembered, commit_input
-    from memwarden.records import Decision, PendingWrite, RememberInput, RememberResult
-    from workflows.names import REMEMBER_CANDIDATE
-    from workflows.pending import PendingWriteWorkflow, pending_workflow_id
+from memwarden.policy.gate import DEFAULT_POLICY, GatePolicy, Remembered, commit_input
+from memwarden.records import Decision, PendingWrite, RememberInput, RememberResult
+from memwarden.temporal.names import REMEMBER_CANDIDATE
+from workflows.pending import PendingWriteWorkflow, pending_workflow_id
 
 # Bounded by attempts as well as by schedule-to-close: a local activity's deadline is measured on the
 # worker's clock, attempts are not, so the bound holds under time skipping too (~3 min of backoff).

@@ -14,10 +14,9 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-with workflow.unsafe.imports_passed_through():
-    from memwarden.records import ForgetInput, ForgetResult, RetentionPlan
-    from workflows.forget import ForgetWorkflow
-    from workflows.names import RETENTION_PLAN
+from memwarden.records import ForgetInput, ForgetResult, RetentionPlan
+from memwarden.temporal.names import RETENTION_PLAN
+from workflows.forget import ForgetWorkflow
 
 
 @workflow.defn(name="RetentionWorkflow")

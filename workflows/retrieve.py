@@ -17,10 +17,9 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-with workflow.unsafe.imports_passed_through():
-    from memwarden.records import RetrieveInput, RetrieveResult
-    from workflows.names import SEARCH_MEMORIES
-    from workflows.revalidate import start_background_revalidation
+from memwarden.records import RetrieveInput, RetrieveResult
+from memwarden.temporal.names import SEARCH_MEMORIES
+from workflows.revalidate import start_background_revalidation
 
 SEARCH_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=100))
 

@@ -23,17 +23,16 @@ from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
-with workflow.unsafe.imports_passed_through():
-    from memwarden.records import (
-        InvalidateInput,
-        InvalidateResult,
-        RevalidateInput,
-        RevalidateResult,
-        RevalidationOutcome,
-        SourceChange,
-        SourceEvent,
-    )
-    from workflows.names import PERIODIC_REVALIDATION_PLAN, REVALIDATE_MEMORY
+from memwarden.records import (
+    InvalidateInput,
+    InvalidateResult,
+    RevalidateInput,
+    RevalidateResult,
+    RevalidationOutcome,
+    SourceChange,
+    SourceEvent,
+)
+from memwarden.temporal.names import PERIODIC_REVALIDATION_PLAN, REVALIDATE_MEMORY
 
 CHECK_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30), maximum_attempts=10

@@ -11,9 +11,8 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-with workflow.unsafe.imports_passed_through():
-    from memwarden.records import SummarizeInput, SummarizeResult
-    from workflows.names import SUMMARIZE_OWNER
+from memwarden.records import SummarizeInput, SummarizeResult
+from memwarden.temporal.names import SUMMARIZE_OWNER
 
 
 @workflow.defn(name="SummarizeWorkflow")

@@ -1,6 +1,6 @@
 """`POST /codec/decode` and `/codec/encode`: the Temporal UI's codec-server protocol, for operators.
 
-Workflow history holds only ciphertext (worker/codec.py). An operator who must read a history as
+Workflow history holds only ciphertext (memwarden/temporal/codec.py). An operator who must read a history as
 audit evidence points the Temporal Web UI (or `temporal workflow show --codec-endpoint`) at this
 endpoint; it decrypts with the same `AesGcmCodec` the worker uses. The protocol: a JSON body
 `{"payloads": [{"metadata": {"encoding": "<base64>"}, "data": "<base64>"}]}` (the protobuf JSON of
@@ -28,7 +28,7 @@ from api.problems import Problem
 from api.state import State, get_principal
 from memwarden.identity import AuthError, Principal, Role, verify_token
 from memwarden.stores.audit import AuditEventIn
-from worker.codec import AesGcmCodec, CodecError, key_id
+from memwarden.temporal.codec import AesGcmCodec, CodecError, key_id
 
 router = APIRouter(prefix="/codec", tags=["codec"])
 

@@ -163,7 +163,7 @@ audit_checkpoints = sa.Table(
     sa.Column("key_id", sa.String(32), nullable=False),
     sa.Column("signature", sa.String(128), nullable=False),
 )
-"""Signed chain heads (see stores/audit_signing.py): `seq` is the audit event the checkpoint ends at."""
+"""Signed chain heads (see memwarden/audit_signing.py): `seq` is the audit event the checkpoint ends at."""
 
 deletions = sa.Table(
     "deletions",

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from qdrant_edge import Bm25, Bm25Config, SparseVector
 
-from memwarden.config import Settings, VectorBackend
 from memwarden.records import Hit, IndexPoint, MemoryRecord, NamespaceClause, ReadFilter, Status, sensitivity_rank
 
 if TYPE_CHECKING:
@@ -207,33 +206,6 @@ def check_search_args(dense: Sequence[float], dim: int, limit: int, dense_weight
         raise ValueError("limit must be >= 1")
     if dense_weight < 0 or sparse_weight < 0 or dense_weight + sparse_weight == 0:
         raise ValueError("weights must be >= 0 and not both 0")
-
-
-def open_index(settings: Settings) -> VectorIndex:
-    """The index the settings describe: Qdrant Edge at `edge_path`, or a Qdrant server / local mode."""
-    if settings.vector_backend is VectorBackend.EDGE:
-        from memwarden.stores.vectors_edge import EdgeIndex
-
-        return EdgeIndex(settings.edge_path, flush_delay=settings.edge_flush_delay_seconds)
-
-    from qdrant_client import AsyncQdrantClient
-
-    from memwarden.stores.vectors_qdrant import QdrantClientIndex
-
-    if settings.qdrant_url:
-        client = AsyncQdrantClient(url=settings.qdrant_url, api_key=settings.qdrant_api_key)
-    elif settings.qdrant_location == ":memory:":
-        client = AsyncQdrantClient(location=":memory:")
-    elif settings.qdrant_location:
-        client = AsyncQdrantClient(path=settings.qdrant_location)
-    else:
-        raise IndexUnavailable("the qdrant backend needs MEMWARDEN_QDRANT_URL or MEMWARDEN_QDRANT_LOCATION")
-    return QdrantClientIndex(
-        client,
-        settings.qdrant_collection,
-        shard_number=settings.qdrant_shard_number,
-        replication_factor=settings.qdrant_replication_factor,
-    )
 
 
 def index_point(record: MemoryRecord, dense: list[float]) -> IndexPoint:

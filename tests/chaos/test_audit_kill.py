@@ -36,13 +36,13 @@ from memwarden.identity import mint_token
 from memwarden.records import Status
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.sql.audit_log import _AUDIT_LOCK_KEY
+from stack.devserver import DevServer, free_port
+from stack.embedded import run_api
 from tests.chaos.test_forget_chaos import postgres_database
 from tests.conftest import service_url
 from tests.e2e.harness import Child
 from tests.source_server import SourceServer, sources_toml
 from tests.workflows.record_histories import TEST_CODEC_KEY, settings_for
-from worker.devserver import DevServer, free_port
-from worker.stack import run_api
 
 pytestmark = [pytest.mark.postgres]
 

@@ -36,12 +36,12 @@ from memwarden.sinks import CACHE, STORE_CONTENT, SUMMARIES, VECTOR_INDEX
 from memwarden.stores.cache import RedisCache, search_key
 from memwarden.stores.forget import ForgetStore, SinkRow
 from memwarden.stores.sql import SqlStore
+from memwarden.temporal.client import connect
+from stack.devserver import DevServer, free_port
 from tests.conftest import service_url
 from tests.e2e.harness import child_env, memwarden_exe
 from tests.workflows.record_histories import TEST_CODEC_KEY, remember_input, run_remember, settings_for
-from worker.devserver import DevServer, free_port
 from worker.runtime import build_worker, open_deps
-from worker.temporal_client import connect
 from workflows.forget import ForgetWorkflow
 
 OTHERS = {VECTOR_INDEX, STORE_CONTENT, SUMMARIES}

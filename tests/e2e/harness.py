@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from worker.devserver import free_port
+from stack.devserver import free_port
 
 READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0

@@ -28,8 +28,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from memwarden.stores.cache import owner_prefix
+from stack.devserver import DevServer, free_port
 from tests.e2e.harness import Child, mint
-from worker.devserver import DevServer, free_port
 
 pytestmark = [
     pytest.mark.postgres,

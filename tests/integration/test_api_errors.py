@@ -25,10 +25,10 @@ from api.app import create_app
 from memwarden.identity import mint_token
 from memwarden.records import MemoryRecord, MemoryType, SourceKind, Status, content_hash
 from memwarden.stores.sql_models import candidates, memories
+from memwarden.temporal.client import connect
+from stack.devserver import free_port
+from stack.embedded import run_api
 from tests.integration.api_stack import MEMORY, Api, assert_problem, remember
-from worker.devserver import free_port
-from worker.stack import run_api
-from worker.temporal_client import connect
 
 # -- 401 -------------------------------------------------------------------------------------------
 

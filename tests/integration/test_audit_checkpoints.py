@@ -21,8 +21,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from memwarden.audit_signing import CheckpointSigner, CheckpointVerifier
 from memwarden.stores.audit import GENESIS_HASH, AuditEventIn, chain_hash
-from memwarden.stores.audit_signing import CheckpointSigner, CheckpointVerifier
 from memwarden.stores.sql import SqlStore
 from tests.conftest import service_url
 
@@ -211,7 +211,7 @@ WRITER_SCRIPT = """
 import asyncio, sys
 from datetime import UTC, datetime
 from memwarden.stores.audit import AuditEventIn
-from memwarden.stores.audit_signing import CheckpointSigner
+from memwarden.audit_signing import CheckpointSigner
 from memwarden.stores.sql import SqlStore
 
 async def main(url, schema, seed, writer, count):

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from memwarden.audit_signing import CheckpointSigner, CheckpointVerifier
 from memwarden.forget import subject_hash, subject_key
 from memwarden.stores.audit import AuditEventIn, Pseudonymizer, is_pseudonym
-from memwarden.stores.audit_signing import CheckpointSigner, CheckpointVerifier
 from memwarden.stores.sql import SqlStore
 from tests.store_support import fresh_store
 

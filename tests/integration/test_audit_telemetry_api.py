@@ -32,9 +32,9 @@ from memwarden import telemetry
 from memwarden.config import Settings
 from memwarden.identity import mint_token
 from memwarden.stores.sql import SqlStore
+from memwarden.temporal.codec import ENCODING, AesGcmCodec
+from memwarden.temporal.names import REMEMBER_CANDIDATE, SEARCH_MEMORIES
 from tests.stack_support import embedded_stack
-from worker.codec import ENCODING, AesGcmCodec
-from workflows.names import REMEMBER_CANDIDATE, SEARCH_MEMORIES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONTENT = "Quillon Vandermeer collects obsidian paperweights from Reykjavik markets"
@@ -318,7 +318,7 @@ async def run_cli(stack: Stack, *args: str) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "worker.cli",
+        "stack.cli",
         *args,
         "--data-dir",
         str(stack.settings.data_dir),

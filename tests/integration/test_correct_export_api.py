@@ -24,8 +24,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from memwarden import telemetry
 from memwarden.forget import subject_key
 from memwarden.stores.audit import Pseudonymizer
+from memwarden.temporal.names import REMEMBER_CANDIDATE
 from tests.integration.api_stack import Api, assert_problem, embedded_api, remember
-from workflows.names import REMEMBER_CANDIDATE
 
 ORIGINAL = "Zephyrine Calloway keeps marmalade jars from Trondheim harbour"
 CORRECTED = "Zephyrine Calloway keeps quince preserves from Bergen harbour"

@@ -541,7 +541,7 @@ async def test_temporal_unreachable_still_tombstones_answers_503_and_a_repeat_fi
 
     from api.app import create_app
     from api.state import ApiState
-    from worker.devserver import free_port
+    from stack.devserver import free_port
 
     t = tenant()
     alice = stack.auth(t, "alice")

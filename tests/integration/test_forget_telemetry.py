@@ -22,9 +22,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from activities.forget import ForgetActivities
 from memwarden import telemetry
 from memwarden.records import ForgetInput
+from memwarden.temporal.names import FORGET_FINISH, FORGET_PLAN, FORGET_PURGE, FORGET_VERIFY
 from tests.forget_support import Stack, embedded_stack, seed, tenant, wait_verified
 from worker.health import HealthServer
-from workflows.names import FORGET_FINISH, FORGET_PLAN, FORGET_PURGE, FORGET_VERIFY
 
 DELETION_METRIC = "memwarden_deletion_duration_seconds"
 

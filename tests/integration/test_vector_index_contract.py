@@ -29,7 +29,8 @@ from memwarden.records import (
     SourceKind,
     Status,
 )
-from memwarden.stores.vectors import VectorIndex, open_index
+from memwarden.stores.vector_backends import open_index
+from memwarden.stores.vectors import VectorIndex
 from memwarden.stores.vectors_edge import EdgeIndex
 from memwarden.stores.vectors_qdrant import QdrantClientIndex
 

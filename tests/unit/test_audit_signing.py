@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memwarden.stores.audit_signing import CheckpointSigner, CheckpointVerifier, checkpoint_message
+from memwarden.audit_signing import CheckpointSigner, CheckpointVerifier, checkpoint_message
 
 AT = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 

@@ -10,8 +10,8 @@ from pydantic import BaseModel
 from temporalio.api.common.v1 import Payload
 
 from memwarden.config import Settings
-from worker.codec import ENCODING, KEY_ID_METADATA, AesGcmCodec, CodecError, key_id
-from worker.temporal_client import data_converter
+from memwarden.temporal.codec import ENCODING, KEY_ID_METADATA, AesGcmCodec, CodecError, key_id
+from memwarden.temporal.converter import data_converter
 
 SECRET = b"my bank PIN is 4921 and I live at 12 Elm Street"
 

@@ -11,7 +11,7 @@ from temporalio.api.common.v1 import Payload
 
 from api.routes.codec import _codec
 from memwarden.config import Settings
-from worker.codec import AesGcmCodec
+from memwarden.temporal.codec import AesGcmCodec
 
 
 def _b64(raw: bytes) -> str:

@@ -13,8 +13,9 @@ from temporalio.service import TLSConfig
 
 from memwarden.config import SECRET_FIELDS, Settings
 from memwarden.stores.cache import RedisCache, open_cache
-from worker.codec import CodecError
-from worker.temporal_client import data_converter, tls_config
+from memwarden.temporal.client import tls_config
+from memwarden.temporal.codec import CodecError
+from memwarden.temporal.converter import data_converter
 
 
 def _b64(key: bytes) -> str:

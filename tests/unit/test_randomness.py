@@ -10,7 +10,7 @@ import pytest
 
 from memwarden import randomness
 from memwarden.randomness import RandomPool
-from worker.codec import NONCE_BYTES, AesGcmCodec
+from memwarden.temporal.codec import NONCE_BYTES, AesGcmCodec
 
 
 def _count_urandom(monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -12,8 +12,9 @@ Per long-lived workflow it holds:
 - `commands`: per handler, the calls that issue Temporal commands (activities and local activities by
   name, timers, children by workflow name, patches, continue-as-new), in source order with the helpers
   they call inlined: the shape of what its runs record;
-- `code`: a digest per definition of the workflow class and of everything in `workflows/` it reaches
-  (module-level functions and constants, activity names; another workflow counts by its name only),
+- `code`: a digest per definition of the workflow class and of everything in `workflows/` and
+  `memwarden.temporal.names` it reaches (module-level functions and constants, activity names;
+  another workflow counts by its name only),
   computed on the syntax tree without docstrings: comments, docstrings and formatting do not count,
   any other edit does (control flow, arguments, timeouts);
 - `patches`: the `workflow.patched` / `workflow.deprecate_patch` ids in that code.
@@ -41,6 +42,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS_DIR = ROOT / "workflows"
+NAMES_MODULE = "memwarden.temporal.names"
+NAMES_FILE = ROOT / "memwarden" / "temporal" / "names.py"
 HISTORIES_DIR = Path(__file__).resolve().parent / "histories"
 FINGERPRINTS = Path(__file__).resolve().parent / "fingerprints.json"
 
@@ -70,7 +73,10 @@ Sources = Mapping[str, str]
 
 
 def load_sources(directory: Path = WORKFLOWS_DIR) -> dict[str, str]:
-    return {f"workflows.{p.stem}": p.read_text() for p in sorted(directory.glob("*.py"))}
+    """The workflows' modules and the activity names they call (a renamed activity changes the workflow)."""
+    sources = {f"workflows.{p.stem}": p.read_text() for p in sorted(directory.glob("*.py"))}
+    sources[NAMES_MODULE] = NAMES_FILE.read_text()
+    return sources
 
 
 class _NoDocstrings(ast.NodeTransformer):

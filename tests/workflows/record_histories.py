@@ -1,6 +1,6 @@
 """Record one real history per workflow case, for the replay test (`make record-histories`).
 
-Runs every workflow in `workflows.ALL_WORKFLOWS` on a throwaway Temporal dev server, with the real
+Runs every workflow in `workflows.registry.ALL_WORKFLOWS` on a throwaway Temporal dev server, with the real
 worker (`worker.runtime`) over real embedded stores (SQLite file, Qdrant Edge, in-process cache),
 and writes each history as JSON to `tests/workflows/histories/<WorkflowName>-<case>.json`.
 
@@ -67,13 +67,14 @@ from memwarden.records import (
 from memwarden.stores.forget import ForgetStore
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.summaries import park_summary_request
+from memwarden.temporal.codec import ENCODING
+from memwarden.temporal.converter import data_converter
+from stack.devserver import DevServer, free_port
 from tests.source_server import SourceServer, sources_toml
 from tests.workflows.fingerprints import patch_ids
-from worker.codec import ENCODING
-from worker.devserver import DevServer, free_port
 from worker.runtime import build_worker, open_deps
-from worker.temporal_client import data_converter
-from workflows import (
+from workflows.pending import pending_workflow_id
+from workflows.registry import (
     ALL_WORKFLOWS,
     ForgetWorkflow,
     HealthWorkflow,
@@ -83,7 +84,6 @@ from workflows import (
     RetrieveWorkflow,
     SummarizeWorkflow,
 )
-from workflows.pending import pending_workflow_id
 from workflows.revalidate import (
     SOURCE_EVENT_SIGNAL,
     InvalidateWorkflow,
@@ -118,7 +118,7 @@ def settings_for(data_dir: Path, address: str, task_queue: str, **overrides: obj
 
 
 async def connect_client(settings: Settings, *, identity: str | None = None) -> Client:
-    """A client with the project's encrypted data converter (the same one `worker.temporal_client` builds)."""
+    """A client with the project's encrypted data converter (the same one `memwarden.temporal.converter` builds)."""
     return await Client.connect(
         settings.temporal_address,
         namespace=settings.temporal_namespace,

@@ -16,9 +16,9 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.worker import Worker
 
 from memwarden.config import Settings
-from worker.codec import ENCODING
-from worker.devserver import DevServer, DevServerError, find_temporal, free_port
-from worker.temporal_client import connect
+from memwarden.temporal.client import connect
+from memwarden.temporal.codec import ENCODING
+from stack.devserver import DevServer, DevServerError, find_temporal, free_port
 
 SECRET = "my locker code is 5813"
 

@@ -95,10 +95,10 @@ def test_an_added_timer_fails_with_the_advice_to_patch() -> None:
 
 
 def test_a_renamed_activity_changes_the_workflows_that_call_it() -> None:
-    sources = altered("workflows.names", 'FORGET_PURGE = "forget_purge"', 'FORGET_PURGE = "forget_purge_v2"')
+    sources = altered("memwarden.temporal.names", 'FORGET_PURGE = "forget_purge"', 'FORGET_PURGE = "forget_purge_v2"')
     message = explain(load(), compute(sources))
     assert message is not None
-    assert "activity forget_purge_v2" in message and "code `workflows.names.FORGET_PURGE` changed" in message
+    assert "activity forget_purge_v2" in message and "code `memwarden.temporal.names.FORGET_PURGE` changed" in message
     assert "RetentionWorkflow" not in message  # it starts ForgetWorkflow by name; Forget's body is Forget's
 
 

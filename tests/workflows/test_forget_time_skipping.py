@@ -18,10 +18,10 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from memwarden.records import ForgetInput, ForgetPlan, ForgetResult, SinkEvidence, SinkTask
+from memwarden.temporal.names import FORGET_FINISH, FORGET_PLAN, FORGET_PURGE, FORGET_VERIFY
+from memwarden.temporal.sandbox import SANDBOX
 from tests.workflows.test_remember_time_skipping import test_server_path
-from worker.sandbox import SANDBOX
 from workflows.forget import ROUND_BACKOFF_MAX, ForgetWorkflow
-from workflows.names import FORGET_FINISH, FORGET_PLAN, FORGET_PURGE, FORGET_VERIFY
 
 DOWN_PURGES = 6
 UNVERIFIED_ROUNDS = 12

@@ -21,10 +21,10 @@ from temporalio.testing import WorkflowEnvironment
 from activities.deps import Deps
 from memwarden.policy.gate import GatePolicy
 from memwarden.records import Decision, MemoryType, RememberResult, SettleAction, SettleRequest, Status
+from memwarden.temporal.converter import data_converter
 from tests.workflows.record_histories import park, remember_input, settings_for
 from tests.workflows.test_remember_time_skipping import test_server_path
 from worker.runtime import build_worker, open_deps
-from worker.temporal_client import data_converter
 from workflows.pending import PendingWriteWorkflow, pending_workflow_id
 from workflows.remember import RememberWorkflow
 

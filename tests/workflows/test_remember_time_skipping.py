@@ -30,8 +30,8 @@ from memwarden.records import (
     Sensitivity,
     SourceKind,
 )
-from worker.sandbox import SANDBOX
-from workflows.names import REMEMBER_CANDIDATE
+from memwarden.temporal.names import REMEMBER_CANDIDATE
+from memwarden.temporal.sandbox import SANDBOX
 from workflows.remember import COMMIT_MAX_ATTEMPTS, RememberWorkflow
 
 

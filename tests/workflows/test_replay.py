@@ -24,6 +24,9 @@ from temporalio.worker import Replayer
 with workflow.unsafe.imports_passed_through():
     from memwarden.policy.gate import GatePolicy, Remembered
     from memwarden.records import RememberInput, RememberResult, SummarizeInput
+    from memwarden.temporal.converter import data_converter
+    from memwarden.temporal.names import REMEMBER_CANDIDATE
+    from memwarden.temporal.sandbox import SANDBOX
     from tests.workflows.record_histories import (
         CASES,
         HISTORIES_DIR,
@@ -33,10 +36,7 @@ with workflow.unsafe.imports_passed_through():
         unsealed_payloads,
         workflow_names,
     )
-    from worker.sandbox import SANDBOX
-    from worker.temporal_client import data_converter
-    from workflows import ALL_WORKFLOWS
-    from workflows.names import REMEMBER_CANDIDATE
+    from workflows.registry import ALL_WORKFLOWS
 
 CURRENT_FILES = sorted(HISTORIES_DIR.glob("*.json"))
 """One history per case, recorded by today's code."""

@@ -21,11 +21,11 @@ from memwarden.config import Settings
 from memwarden.policy.retention import RetentionClass
 from memwarden.records import MemoryRecord, MemoryType, SourceKind, SourceRef, Status, content_hash
 from memwarden.stores.vectors import index_point
+from memwarden.temporal.client import connect
+from stack.devserver import DevServer, free_port
 from tests.source_server import SourceServer, sources_toml
-from worker.devserver import DevServer, free_port
 from worker.runtime import build_worker, open_deps
 from worker.schedules import RETENTION_SCHEDULE_ID, REVALIDATION_SCHEDULE_ID, ensure_schedules
-from worker.temporal_client import connect
 
 SWEEP_SECONDS = 2
 

@@ -29,7 +29,10 @@ from memwarden.records import Decision, MemoryType, RememberInput, RetrieveInput
 from memwarden.stores.cache import RedisCache, open_cache, owner_prefix, principal_digest, query_digest, search_key
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.sql_models import memories
-from memwarden.stores.vectors import open_index
+from memwarden.stores.vector_backends import open_index
+from memwarden.temporal.client import connect
+from memwarden.temporal.codec import ENCODING
+from stack.devserver import DevServer, free_port
 from tests.workflows.record_histories import (
     park,
     remember_input,
@@ -38,10 +41,7 @@ from tests.workflows.record_histories import (
     settings_for,
     unsealed_payloads,
 )
-from worker.codec import ENCODING
-from worker.devserver import DevServer, free_port
 from worker.runtime import build_worker, open_deps
-from worker.temporal_client import connect
 
 
 @dataclass

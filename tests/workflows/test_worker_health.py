@@ -21,9 +21,9 @@ from memwarden.embed import Embedder
 from memwarden.stores.cache import Cache, MemoryCache, RedisCache
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.vectors_edge import EdgeIndex
-from worker.devserver import DevServer, free_port
+from memwarden.temporal.client import connect
+from stack.devserver import DevServer, free_port
 from worker.health import HealthServer
-from worker.temporal_client import connect
 
 
 class NoEmbedder:

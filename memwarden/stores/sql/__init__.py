@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from memwarden.audit_signing import CheckpointSigner
 from memwarden.config import Settings
 from memwarden.forget import subject_key
 from memwarden.stores.audit import Pseudonymizer
-from memwarden.stores.audit_signing import CheckpointSigner
 from memwarden.stores.sql.claim_checks import ClaimChecks
 from memwarden.stores.sql.engine import MIGRATIONS_DIR, SqlEngine, create_engine
 from memwarden.stores.sql.memories import ConcurrencyConflict, MemoryRows, _mark_superseded

@@ -17,6 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memwarden.audit_signing import Checkpoint, CheckpointSigner, CheckpointVerifier
 from memwarden.stores.audit import (
     GENESIS_HASH,
     AuditEvent,
@@ -25,7 +26,6 @@ from memwarden.stores.audit import (
     Pseudonymizer,
     chain_hash,
 )
-from memwarden.stores.audit_signing import Checkpoint, CheckpointSigner, CheckpointVerifier
 from memwarden.stores.sql import statements as Q
 from memwarden.stores.sql.cursors import _decode_audit_cursor, _encode_cursor
 from memwarden.stores.sql.engine import SqlEngine

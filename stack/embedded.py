@@ -18,10 +18,10 @@ import uvicorn
 from api.app import create_app
 from memwarden import telemetry
 from memwarden.config import Settings
-from worker.devserver import DevServer
+from memwarden.temporal.client import connect
+from stack.devserver import DevServer
 from worker.runtime import build_worker, open_deps
 from worker.schedules import ensure_schedules
-from worker.temporal_client import connect
 
 log = logging.getLogger("memwarden.up")
 

@@ -25,8 +25,8 @@ def _settings(args: argparse.Namespace, **extra: object) -> Settings:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from worker.devserver import DevServerError
-    from worker.stack import StackError, up
+    from stack.devserver import DevServerError
+    from stack.embedded import StackError, up
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     settings = _settings(
@@ -98,7 +98,7 @@ def cmd_token(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from worker.audit_cli import audit_pseudonym, audit_pubkey, audit_show, audit_verify
+    from stack.audit_cli import audit_pseudonym, audit_pubkey, audit_show, audit_verify
 
     settings = _settings(args)
     if args.audit_command == "pseudonym":
