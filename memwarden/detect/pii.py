@@ -176,6 +176,19 @@ letters), an obfuscated "at" or a spelled-out " dot ". Text with none of them ca
 not asked: most conversational memories hold no digit (98% of LoCoMo's turns), and presidio is the
 detectors' largest cost."""
 
+_PHONE_CANDIDATE = re.compile(r"\+?\(?\d{1,5}\)?(?:(?:[ \t.\-/]{1,2}|(?<=\)))\(?\d{2,6}\)?){1,6}|\d{6,15}")
+"""Where a phone number may be: groups of digits (all but the first at least two long) split by one or two
+separators, or one solid run. Linear: every repetition is bounded. phonenumbers' own matcher
+is super-linear on long digit-and-punctuation runs ("1.1.1.", "/1/1"), so it only ever sees a bounded
+window around each candidate."""
+
+_PHONE_WINDOW_PAD = 16
+"""Characters of context kept on each side of a candidate: enough for a number split across two candidates."""
+
+_MAX_PHONE_WINDOWS = 16
+"""Candidates examined per text. A text denser in digit runs than this is a table, not a message: its
+first candidates are still read, and its other PII entities are found as usual."""
+
 _VERSION_BEFORE = re.compile(r"(?i)(?:version|ver\.?|v|release|build|firmware|fw|rev\.?)\s*$")
 
 
@@ -303,10 +316,25 @@ def _build_analyzer() -> Any:
                     result.score = min(1.0, max(result.score + self.context_similarity_factor, 0.4))
             return raw_results
 
+    class WindowedPhoneRecognizer(PhoneRecognizer):
+        """presidio's phone recognizer, run on bounded windows around candidate digit runs: linear time."""
+
+        def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[Any]:
+            results: dict[tuple[int, int], Any] = {}
+            for n, m in enumerate(_PHONE_CANDIDATE.finditer(text)):
+                if n >= _MAX_PHONE_WINDOWS:
+                    break
+                lo, hi = max(0, m.start() - _PHONE_WINDOW_PAD), min(len(text), m.end() + _PHONE_WINDOW_PAD)
+                for r in super().analyze(text[lo:hi], entities, nlp_artifacts):
+                    r.start += lo
+                    r.end += lo
+                    results.setdefault((r.start, r.end), r)
+            return EntityRecognizer.remove_duplicates(list(results.values()))
+
     recognizers: list[Any] = [
         OfflineEmailRecognizer(),
         # International numbers (+CC ...) match under any region; regions only add national formats.
-        PhoneRecognizer(supported_regions=_PHONE_REGIONS),
+        WindowedPhoneRecognizer(supported_regions=_PHONE_REGIONS),
         CreditCardRecognizer(),
         IbanRecognizer(),
         IpRecognizer(),

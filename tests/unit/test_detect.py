@@ -840,7 +840,9 @@ def test_a_slow_detector_is_reported_by_name_and_rejected_not_waited_on() -> Non
 
 
 async def test_screen_async_keeps_the_event_loop_responsive() -> None:
-    text = "/1" * (MAX_CHARS // 2)  # a few hundred milliseconds of detectors
+    # One screening of many maximum-size fields: a few hundred milliseconds of detectors in one call
+    text = ("call me on +44 20 7946 0958, my password is hunter2! " * MAX_CHARS)[:MAX_CHARS]
+    fields = {f"note_{i}": text.replace("0958", f"0{i:03d}") for i in range(24)}
     gaps: list[float] = []
 
     async def ticker() -> None:
@@ -853,7 +855,7 @@ async def test_screen_async_keeps_the_event_loop_responsive() -> None:
 
     tick = asyncio.ensure_future(ticker())
     start = time.perf_counter()
-    result = await detect.screen_async(text, source_kind="tool", budget_s=30)
+    result = await detect.screen_async(text, source_kind="tool", fields=fields, budget_s=30)
     took = time.perf_counter() - start
     tick.cancel()
     assert not result.deadline_exceeded
