@@ -28,11 +28,12 @@ Results are codes only; no function here returns or raises with the matched text
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -392,18 +393,29 @@ _WALLET_WORDS = re.compile(
 
 
 @lru_cache(maxsize=1)
-def _bip39() -> tuple[frozenset[str], Any]:
-    """The BIP-39 English wordlist and checker, from the `mnemonic` package (loaded on first use)."""
+def _bip39() -> dict[str, int]:
+    """The BIP-39 English wordlist from the `mnemonic` package (loaded on first use), word -> its index."""
     from mnemonic import Mnemonic
 
-    checker = Mnemonic("english")
-    return frozenset(checker.wordlist), checker
+    return {word: i for i, word in enumerate(Mnemonic("english").wordlist)}
+
+
+def _bip39_checksum_ok(indices: Sequence[int]) -> bool:
+    """BIP-39's checksum over 12 to 24 word indices: the last len/3 bits are the leading bits of the entropy's
+    sha256. Ours rather than `Mnemonic.check`, which looks every word up in a list: a long run of wordlist
+    words would cost seconds."""
+    checksum_bits = len(indices) // 3
+    value = 0
+    for index in indices:
+        value = value << 11 | index
+    entropy = (value >> checksum_bits).to_bytes((len(indices) * 11 - checksum_bits) // 8, "big")
+    return hashlib.sha256(entropy).digest()[0] >> (8 - checksum_bits) == value & ((1 << checksum_bits) - 1)
 
 
 def _scan_seed_phrase(text: str) -> set[str]:
     """12-24 consecutive BIP-39 words (numbered or not): a wallet seed if the checksum holds, or if a
     wallet word is in the text (a seed copied with a typo is still the wallet's key)."""
-    words, checker = _bip39()
+    words = _bip39()
     lowered = text.lower()
     run: list[str] = []
     pos = 0
@@ -424,10 +436,16 @@ def _scan_seed_phrase(text: str) -> set[str]:
         return set()
     if _WALLET_WORDS.search(text):
         return {"seed_phrase"}
+    checked: set[tuple[int, ...]] = set()  # a run of one repeated word is one phrase, not hundreds
     for run in runs:
+        indices = [words[word] for word in run]
         for length in _SEED_LENGTHS:
-            for start in range(len(run) - length + 1):
-                if checker.check(" ".join(run[start : start + length])):
+            for start in range(len(indices) - length + 1):
+                phrase = tuple(indices[start : start + length])
+                if phrase in checked:
+                    continue
+                checked.add(phrase)
+                if _bip39_checksum_ok(phrase):
                     return {"seed_phrase"}
     return set()
 
