@@ -742,6 +742,8 @@ _UNITS = st.one_of(
     st.sampled_from(WORDS).map(lambda w: w + " "),
     st.sampled_from(WORDS),
     st.lists(st.sampled_from(PUNCTUATION + WORDS + [" ", "\n", "a", "1"]), min_size=2, max_size=5).map("".join),
+    # digit-and-punctuation runs: what phone, card and address recognizers read
+    st.sampled_from(["/", "/1", "1/", "1.", "1-", "1 ", "1.1.", "1-1-", "/1/1", "12.", "+1 ", "(1)", "1:", "a.", "a@"]),
 )
 
 
@@ -773,8 +775,8 @@ LINEAR_DETECTORS = {
     "behaviour": is_behaviour_changing,
     "failed_tool_output": is_failed_tool_output,
 }
-"""The detectors of this package's own making. The library-backed ones (detect-secrets' plugins, presidio's
-recognizers) are bounded by the screening's budget instead: see the fail-closed property below."""
+"""The detectors of this package's own making, one by one; the whole screening, library-backed detectors
+included, is timed below."""
 
 
 def test_the_issues_cubic_input_is_fast_now() -> None:
@@ -788,6 +790,26 @@ def test_no_detector_is_super_linear_on_adversarial_shapes_at_the_maximum_size(t
     assert len(text) == MAX_CHARS
     for name, fn in LINEAR_DETECTORS.items():
         assert _cpu_ms(fn, text) < 50, name
+
+
+SHAPES_THAT_WERE_SLOW = ["/" * MAX_CHARS, "/1" * (MAX_CHARS // 2), "1." * (MAX_CHARS // 2), "1-" * (MAX_CHARS // 2)]
+
+
+@pytest.mark.parametrize("text", SHAPES_THAT_WERE_SLOW, ids=["slashes", "/1", "1.", "1-"])
+@pytest.mark.parametrize("source_kind", ["tool", "user"])
+def test_the_whole_screening_is_fast_on_the_shapes_library_detectors_were_slow_on(text: str, source_kind: str) -> None:
+    """detect-secrets' npm pattern on runs of "/", phonenumbers and the obfuscated e-mail pattern on runs of
+    digits and punctuation: every detector, at the maximum size."""
+    assert _cpu_ms(lambda t: screen(t, source_kind=source_kind, budget_s=30), text) < 50
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=adversarial())
+def test_the_whole_screening_is_linear_on_adversarial_shapes_at_the_maximum_size(text: str) -> None:
+    """Every detector at once (instructions, secrets, PII), in this thread's CPU time: not one is super-linear.
+    The budget is generous so that a slow detector shows up as slow, not as a fail-closed screening."""
+    assert len(text) == MAX_CHARS
+    assert _cpu_ms(lambda t: screen(t, source_kind="tool", budget_s=30), text) < 50
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
