@@ -190,7 +190,9 @@ def worst_case_ms() -> dict[str, float]:
     n = Settings().max_content_chars
     shapes = {"newlines then '!'": "\n" * (n - 1) + "!", "'a-' repeated": "a-" * (n // 2),
               "'a ' repeated": "a " * (n // 2), "'<!--' repeated": "<!--" * (n // 4),
-              "'the user ' repeated": ("the user " * n)[:n]}  # fmt: skip
+              "'the user ' repeated": ("the user " * n)[:n], "'/' repeated": "/" * n, "'/1' repeated": "/1" * (n // 2),
+              "'1.' repeated": "1." * (n // 2), "'1-' repeated": "1-" * (n // 2),
+              "'ignore ' repeated": ("ignore " * n)[:n]}  # fmt: skip
     out = {}
     for name, text in shapes.items():
         for label, fn in (
