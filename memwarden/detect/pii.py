@@ -159,7 +159,8 @@ _LABELLED: tuple[tuple[str, str, float], ...] = (
     ),
     (
         "EMAIL_OBFUSCATED",
-        r"\b[\w.+-]+\s*(?:\[at\]|\(at\)|\{at\}|<at>)\s*[\w-]+(?:\s*(?:\[dot\]|\(dot\)|\{dot\}|<dot>)\s*[\w-]+)+",
+        # starts only where a run of mailbox characters starts: an unanchored `[\w.+-]+` is quadratic on "1.1."
+        r"(?<![\w.+-])[\w.+-]{1,64}\s*(?:\[at\]|\(at\)|\{at\}|<at>)\s*[\w-]+(?:\s*(?:\[dot\]|\(dot\)|\{dot\}|<dot>)\s*[\w-]+)+",
         0.6,
     ),
     ("BANK_ACCOUNT", r"(?i:sort\s*code)\s*(?:is|:)?\s*(?P<v>\d{2}[- ]?\d{2}[- ]?\d{2})\b", 0.6),
@@ -182,10 +183,14 @@ separators, or one solid run. Linear: every repetition is bounded. phonenumbers'
 is super-linear on long digit-and-punctuation runs ("1.1.1.", "/1/1"), so it only ever sees a bounded
 window around each candidate."""
 
-_PHONE_WINDOW_PAD = 16
-"""Characters of context kept on each side of a candidate: enough for a number split across two candidates."""
+_PHONE_WINDOW_PAD = 8
+"""Characters of context kept on each side of a candidate: phonenumbers looks at the characters around a
+number to tell it from part of a longer token."""
 
-_MAX_PHONE_WINDOWS = 16
+_PHONE_MIN_DIGITS = 7
+"""Fewer digits than this is no phone number in the supported regions (a price, a date, a room)."""
+
+_MAX_PHONE_WINDOWS = 8
 """Candidates examined per text. A text denser in digit runs than this is a table, not a message: its
 first candidates are still read, and its other PII entities are found as usual."""
 
@@ -321,7 +326,8 @@ def _build_analyzer() -> Any:
 
         def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[Any]:
             results: dict[tuple[int, int], Any] = {}
-            for n, m in enumerate(_PHONE_CANDIDATE.finditer(text)):
+            candidates = (m for m in _PHONE_CANDIDATE.finditer(text) if _digits(m.group(0)) >= _PHONE_MIN_DIGITS)
+            for n, m in enumerate(candidates):
                 if n >= _MAX_PHONE_WINDOWS:
                     break
                 lo, hi = max(0, m.start() - _PHONE_WINDOW_PAD), min(len(text), m.end() + _PHONE_WINDOW_PAD)
@@ -366,6 +372,10 @@ def _build_analyzer() -> Any:
         default_score_threshold=SCORE_THRESHOLDS["default"],
         context_aware_enhancer=WindowContext(),
     )
+
+
+def _digits(text: str) -> int:
+    return sum(c.isdigit() for c in text)
 
 
 _NOT_A_PHONE_BEFORE = re.compile(
