@@ -140,14 +140,14 @@ def markdown(sets: list[tuple[str, list[Scored]]], min_precision: float) -> str:
         f"| set | pairs | duplicates | threshold | precision | recall | false duplicates "
         f"| cosine alone: best recall at precision >= {min_precision} | recall >= 0.80 at precision >= "
         f"{min_precision} |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     lines += [_row(name, scored, min_precision) for name, scored in sets]
     return "\n".join(lines)
 
 
 def by_kind(scored: list[Scored]) -> str:
-    lines = ["| kind | pairs | answered as labelled | vetoed by |", "| --- | ---: | ---: | --- |"]
+    lines = ["| kind | pairs | answered as labelled | vetoed by |", "|---|---:|---:|---|"]
     for kind in sorted({s.kind for s in scored}):
         group = [s for s in scored if s.kind == kind]
         right = sum(predicted(s, DEDUPE_THRESHOLD) == s.duplicate for s in group)
