@@ -40,7 +40,13 @@ from memwarden.detect.pii import ENTITY_CATEGORY, PiiFinding, PiiType, find_pii,
 from memwarden.detect.pii import warm_up as _warm_pii
 from memwarden.detect.secrets import find_secrets
 from memwarden.detect.secrets import warm_up as _warm_secrets
-from memwarden.detect.signals import Directions, directions, is_behaviour_changing, is_failed_tool_output
+from memwarden.detect.signals import (
+    Directions,
+    directions,
+    is_behaviour_changing,
+    is_failed_tool_output,
+    names_an_address,
+)
 from memwarden.records import RememberInput, Screening, SourceKind, content_hash
 
 __all__ = [
@@ -144,7 +150,8 @@ def _screen(content: str, kind: SourceKind, fields: Mapping[str, str], deadline:
     pii = set(_run("pii", lambda: pii_codes(content), deadline))
     verdict = _run("instructions", lambda: assess(content, deadline), deadline)
     told = _run("directions", lambda: directions(content), deadline)
-    behaviour = _run("behaviour", lambda: is_behaviour_changing(content), deadline)
+    # The directions just read decide it, so they are not read a second time.
+    behaviour = told.durable or _run("behaviour", lambda: names_an_address(content), deadline)
     failed = _run("failed_tool_output", lambda: is_failed_tool_output(content, source_kind=kind), deadline)
     instruction_like, directive = verdict.instruction_like, verdict.directed or told.directive
     if instruction_like and told.directive and set(verdict.signals) <= DIRECTION_SIGNALS:

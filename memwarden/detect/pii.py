@@ -337,13 +337,32 @@ def _build_analyzer() -> Any:
                     results.setdefault((r.start, r.end), r)
             return EntityRecognizer.remove_duplicates(list(results.values()))
 
+    class OnceEachIpRecognizer(IpRecognizer):  # type: ignore[misc]
+        """Presidio's IP recognizer, validating each distinct candidate once per text: a run such as
+        "1.1.1.1.1..." offers the same few strings hundreds of times, and each validation parses it."""
+
+        def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[Any]:
+            seen: dict[str, bool] = {}
+            validate = super().invalidate_result
+
+            def once(pattern_text: str) -> bool:
+                if pattern_text not in seen:
+                    seen[pattern_text] = validate(pattern_text)
+                return seen[pattern_text]
+
+            self.invalidate_result = once  # type: ignore[method-assign]
+            try:
+                return list(super().analyze(text, entities, nlp_artifacts))
+            finally:
+                del self.invalidate_result
+
     recognizers: list[Any] = [
         OfflineEmailRecognizer(),
         # International numbers (+CC ...) match under any region; regions only add national formats.
         WindowedPhoneRecognizer(supported_regions=_PHONE_REGIONS),
         CreditCardRecognizer(),
         IbanRecognizer(),
-        IpRecognizer(),
+        OnceEachIpRecognizer(),
         UsSsnRecognizer(context=_NARROW_CONTEXT["US_SSN"]),
         UsItinRecognizer(context=_NARROW_CONTEXT["US_ITIN"]),
         UsPassportRecognizer(context=_NARROW_CONTEXT["US_PASSPORT"]),

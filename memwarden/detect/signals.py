@@ -190,7 +190,12 @@ def directions(content: str) -> Directions:
 def is_behaviour_changing(content: str) -> bool:
     """True if the statement durably changes how the agent behaves (a direction that outlasts the task at
     hand), or names an address."""
-    return directions(content).durable or _ADDRESS.search(normalise(content)) is not None
+    return directions(content).durable or names_an_address(content)
+
+
+def names_an_address(content: str) -> bool:
+    """True if the statement names an address: behaviour-changing whatever its directions say."""
+    return _ADDRESS.search(normalise(content)) is not None
 
 
 _FAIL_STRONG = re.compile(
