@@ -19,6 +19,7 @@ from memwarden.records import (
     ReadFilter,
     Scope,
     Sensitivity,
+    SourceKind,
 )
 
 ALGORITHM = "HS256"
@@ -201,6 +202,31 @@ def may_settle(principal: Principal, record: MemoryRecord) -> bool:
     return principal.role is Role.USER and principal.sub == record.owner_id
 
 
+SOURCE_KINDS: dict[Role, frozenset[SourceKind]] = {
+    Role.USER: frozenset({SourceKind.USER, SourceKind.APP, SourceKind.TOOL, SourceKind.MODEL, SourceKind.DOCUMENT}),
+    Role.AGENT: frozenset({SourceKind.USER, SourceKind.APP, SourceKind.TOOL, SourceKind.MODEL, SourceKind.DOCUMENT}),
+    Role.SYSTEM: frozenset({SourceKind.SYSTEM}),
+    Role.OPERATOR: frozenset(),
+    Role.PRIVACY: frozenset(),
+}
+"""The source kinds each role may declare: the trust a write gets comes from who holds the token.
+
+A person states things (`user`) and may file lower-trust observations; an agent relays its user's
+statements as `user` (instruction-like text from a trusted source waits for the person to confirm it)
+and its own observations as `app`, `tool` or `model`; only a `system` principal writes `system`
+memories, and only for a source it speaks for (`check_source_kind`). `document` may be declared by
+anyone because the gate refuses it as knowledge, not memory. docs/architecture.md, Identity."""
+
+
+def check_source_kind(principal: Principal, kind: SourceKind) -> None:
+    """Raise Forbidden unless this principal's role may declare `kind` (`role_cannot_write` when none)."""
+    allowed = SOURCE_KINDS[principal.role]
+    if not allowed:
+        raise Forbidden("role_cannot_write")
+    if kind not in allowed:
+        raise Forbidden("source_kind_not_allowed")
+
+
 class WriteTarget(BaseModel):
     """The namespace a candidate will be written into, after the principal was checked."""
 
@@ -212,9 +238,19 @@ class WriteTarget(BaseModel):
 
 
 def write_target(principal: Principal, *, scope: Scope, owner_id: str | None, store: str | None) -> WriteTarget:
-    """Where a principal may write; raises Forbidden with a reason code otherwise."""
-    if principal.role not in (Role.USER, Role.AGENT):
+    """Where a principal may write; raises Forbidden with a reason code otherwise.
+
+    A system of record writes about one person of its tenant (`owner_id`, user scope): the facts it
+    owns, each citing its record (`source_ref`, checked by the caller against the source's principals).
+    """
+    if principal.role not in (Role.USER, Role.AGENT, Role.SYSTEM):
         raise Forbidden("role_cannot_write")
+    if principal.role is Role.SYSTEM:
+        if scope is not Scope.USER or store is not None:
+            raise Forbidden("system_writes_user_scope")
+        if owner_id is None:
+            raise Forbidden("owner_required")
+        return WriteTarget(tenant_id=principal.tenant, owner_id=owner_id, scope=scope)
     if principal.role is Role.USER:
         if owner_id not in (None, principal.sub):
             raise Forbidden("owner_mismatch")

@@ -94,9 +94,13 @@ async def test_401_comes_before_body_validation(http: httpx.AsyncClient) -> None
 async def test_403_for_roles_and_namespaces_a_principal_may_not_use(api: Api, http: httpx.AsyncClient) -> None:
     t = "t403"
     operator = api.auth(t, "ops", "operator")
-    for role in ("operator", "privacy", "system"):
+    for role in ("operator", "privacy"):
         who = api.auth(t, f"{role}-1", role)
         assert_problem(await http.post("/v1/memories", headers=who, json=MEMORY), 403, code="role_cannot_write")
+    # A system of record writes only `system` memories (memwarden.identity.SOURCE_KINDS).
+    system = api.auth(t, "system-1", "system")
+    answer = await http.post("/v1/memories", headers=system, json=MEMORY)
+    assert_problem(answer, 403, code="source_kind_not_allowed", field="source_kind")
     assert_problem(await http.post("/v1/search", headers=operator, json={"query": "tea"}), 403, code="forbidden_role")
     assert_problem(await http.get("/v1/memories", headers=operator), 403, code="forbidden_role")
     assert_problem(await http.get(f"/v1/memories/{uuid.uuid4()}", headers=operator), 403, code="forbidden_role")

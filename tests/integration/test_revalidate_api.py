@@ -137,7 +137,8 @@ async def stack(tmp_path_factory: pytest.TempPathFactory, src: SourceServer) -> 
     data_dir = Path(tmp_path_factory.mktemp("revalidate-api"))
     (data_dir / "sources.toml").write_text(
         # programs: every read checks it (a freshness window of 0), as a volatile booking system would be.
-        sources_toml("programs", src.url, timeout_ms=PROGRAMS_TIMEOUT_MS, freshness_seconds=0)
+        # Its URL names the tenant and owner, so an agent may cite its records for the user it serves.
+        sources_toml("programs", src.scoped_url, timeout_ms=PROGRAMS_TIMEOUT_MS, freshness_seconds=0)
         # hr: a source that is not the designated system of record for what people tell us.
         + sources_toml("hr", src.url, timeout_ms=PROGRAMS_TIMEOUT_MS, system_of_record=False, principals=["svc-hr"])
     )
