@@ -15,6 +15,7 @@ from api.routes import audit, codec, correct, events, export, forget, health, me
 from api.routes import settings as settings_routes
 from api.state import ApiState
 from api.telemetry import metrics_router
+from api.token_prefetch import TokenPrefetchMiddleware
 from api.usage import LastUsedRecorder
 from memwarden.config import Settings
 from memwarden.stores.sources import SourceRegistry
@@ -54,6 +55,7 @@ def create_app(
     )
     problems.install(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
+    app.add_middleware(TokenPrefetchMiddleware, verifier=settings.token_verifier)
     app.include_router(health.router)
     app.include_router(memories.router)
     app.include_router(correct.router)

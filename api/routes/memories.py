@@ -188,7 +188,7 @@ def _sealed_write(
     The handle keeps the owner's id, the writer and the speaker out of RememberWorkflow's history (erasing the owner
     deletes it), and the actor goes in as the audit log's pseudonym (it is only ever audited).
     """
-    handle = new_handle(state.subject_key, request.tenant_id, request.owner_id)
+    handle = new_handle(state.handle_key, request.tenant_id, request.owner_id)
     expires = now + CLAIM_CHECK_TTL
     ids: dict[str, str | None] = {"owner_id": request.owner_id, "writer": request.provenance.writer}
     if request.provenance.speaker is not None:

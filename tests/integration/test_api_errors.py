@@ -22,7 +22,7 @@ import sqlalchemy as sa
 import uvicorn
 
 from api.app import create_app
-from memwarden.identity import mint_token
+from memwarden.identity import mint_token, token_key
 from memwarden.records import MemoryRecord, MemoryType, SourceKind, Status, content_hash
 from memwarden.stores.sql_models import candidates, memories
 from memwarden.temporal.client import connect
@@ -51,9 +51,17 @@ async def test_401_without_a_bearer_token(
 
 
 def _bad_tokens(api: Api) -> dict[str, str]:
-    secret = api.settings.auth_secret_value
+    secret = token_key(api.settings.auth_secret_value)  # what local tokens are signed with
     now = int(time.time())
-    good = {"iss": "memwarden", "tenant": "t401", "sub": "alice", "role": "user", "iat": now, "exp": now + 600}
+    good = {
+        "iss": "memwarden",
+        "aud": "memwarden",
+        "tenant": "t401",
+        "sub": "alice",
+        "role": "user",
+        "iat": now,
+        "exp": now + 600,
+    }
     return {
         "garbage": "not-a-jwt",
         "other_secret": mint_token("another-secret-entirely-xxxxxxxxxxxxxxxx", tenant="t401", sub="alice", role="user"),
@@ -67,6 +75,10 @@ def _bad_tokens(api: Api) -> dict[str, str]:
         "no_tenant": jwt.encode({k: v for k, v in good.items() if k != "tenant"}, secret, algorithm="HS256"),
         "stores_not_a_list": jwt.encode(good | {"stores": "team"}, secret, algorithm="HS256"),
         "sub_too_long": jwt.encode(good | {"sub": "a" * 5000}, secret, algorithm="HS256"),
+        "no_audience": jwt.encode({k: v for k, v in good.items() if k != "aud"}, secret, algorithm="HS256"),
+        "other_audience": jwt.encode(good | {"aud": "billing"}, secret, algorithm="HS256"),
+        "lives_too_long": jwt.encode(good | {"exp": now + 30 * 86400}, secret, algorithm="HS256"),
+        "signed_with_the_raw_secret": jwt.encode(good, api.settings.auth_secret_value, algorithm="HS256"),
     }
 
 
