@@ -39,6 +39,7 @@ from memwarden.policy.retention import DEFAULT_CLASSES, RetentionClass
 from memwarden.records import FORGOTTEN_STATUSES, Scope, Status, namespace_label
 from memwarden.stores.audit import AuditEventIn, Operation
 from memwarden.stores.cache import invalidation_prefixes, tenant_prefix
+from memwarden.stores.content_keys import destroy_subject_key
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.sql_models import (
     candidates,
@@ -260,6 +261,10 @@ class ForgetStore:
         m = memories.c
         async with self.store.transaction() as conn:
             await self._drop_subject_refs(conn, tenant_id, selector, handle_hash)
+            if isinstance(selector, OwnerSelector) and subject_hash:  # old content hashes now match nothing
+                await destroy_subject_key(conn, tenant_id, subject_hash)
+            elif isinstance(selector, TenantSelector):
+                await destroy_subject_key(conn, tenant_id, None)
             rows = await self._rows(conn, tenant_id, selector, now)
             fresh = [r for r in rows if Status(r.status) not in FORGOTTEN_STATUSES and r.purged_at is None]
             if not fresh:

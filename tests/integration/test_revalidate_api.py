@@ -292,7 +292,10 @@ async def test_a_value_changed_at_read_is_replaced_by_the_source_value_never_bot
     assert holder is not None and holder.id == hit["memory_id"]  # the slot's one live value moved
     [event] = [e for e in await stack.audit(t, held.id) if e["operation"] == "revalidate"]
     assert event["reason"] == "changed" and event["details"]["new_memory_id"] == hit["memory_id"]
-    assert event["hash_before"] == held.content_hash and event["hash_after"] == content_hash(hit["content"])
+    # Content hashes in the log are keyed under the owner's key (memwarden.stores.content_keys).
+    keyed = stack.deps.store.content_keys.keyed
+    assert event["hash_before"] == await keyed(t, "alice", held.content_hash)
+    assert event["hash_after"] == await keyed(t, "alice", content_hash(hit["content"]))
     assert "C7" not in json.dumps(event) and "B12" not in json.dumps(event) and k not in json.dumps(event)
 
 

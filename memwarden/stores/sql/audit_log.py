@@ -26,6 +26,7 @@ from memwarden.stores.audit import (
     Pseudonymizer,
     chain_hash,
 )
+from memwarden.stores.content_keys import ContentKeys
 from memwarden.stores.sql import statements as Q
 from memwarden.stores.sql.cursors import _decode_audit_cursor, _encode_cursor
 from memwarden.stores.sql.engine import SqlEngine
@@ -48,6 +49,7 @@ class AuditLog(SqlEngine):
     _signer: CheckpointSigner | None
     _checkpoint_every: int
     _pseudonyms: Pseudonymizer | None
+    content_keys: ContentKeys
 
     async def get_audit_event(self, event_id: str) -> AuditEvent | None:
         """One event by its id (a retried activity reads back the decision it recorded)."""
@@ -70,6 +72,7 @@ class AuditLog(SqlEngine):
 
     async def _append_audit(self, conn: AsyncConnection, event: AuditEventIn) -> None:
         """`append_audit` inside a transaction the caller holds (so a change and its event land together)."""
+        [event] = await self.content_keys.seal(conn, [event])
         if self._pseudonyms is not None:
             event = self._pseudonyms.event(event)
         await self._lock_audit(conn)
@@ -96,6 +99,7 @@ class AuditLog(SqlEngine):
         of memories records its events in a few round trips. Checkpoints land exactly where one-by-one
         appends would have put them. Returns how many events were new.
         """
+        events = await self.content_keys.seal(conn, events)
         if self._pseudonyms is not None:
             events = [self._pseudonyms.event(e) for e in events]
         a = audit_events.c
