@@ -207,6 +207,20 @@ class Settings(BaseSettings):
         description="base64 Ed25519 public keys of earlier signing keys, still trusted when verifying.",
     )
     audit_checkpoint_every: int = Field(default=256, gt=0, description="Sign the chain head every N events.")
+    audit_checkpoint_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="Also sign the head this often (the worker's timer), and publish every signed head.",
+    )
+    audit_heads_file: Path | None = Field(
+        default=None,
+        description="Append-only file signed audit heads are published to; default <data_dir>/audit-heads.jsonl.",
+    )
+    audit_heads_url: str | None = Field(
+        default=None,
+        description="Also POST each signed head here (GET answers them back for verification): outside the database.",
+    )
 
     otel_exporter: OtelExporter = Field(
         default=OtelExporter.NONE, description="Where spans go: none (default) or otlp (OTLP over HTTP)."
@@ -400,6 +414,10 @@ class Settings(BaseSettings):
     @property
     def sources_path(self) -> Path:
         return self.sources_file or self.data_dir / "sources.toml"
+
+    @property
+    def audit_heads_path(self) -> Path:
+        return self.audit_heads_file or self.data_dir / "audit-heads.jsonl"
 
     @property
     def edge_path(self) -> Path:
