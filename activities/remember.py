@@ -149,7 +149,12 @@ class RememberActivities:
         key: str | None = None,
         **details: object,
     ) -> AuditEventIn:
-        """`key` fixes the memory id the event's idempotency id is derived from (default: the event's own)."""
+        """`key` fixes the memory id the event's idempotency id is derived from (default: the event's own).
+
+        A rejection carries no content hash: a rejected secret is what must not be guessable from the log.
+        Every other hash is keyed per subject by the store (memwarden.stores.content_keys).
+        """
+        kept = {} if operation == "deny" else {"content_hash": c.content_hash}
         return AuditEventIn(
             id=audit_id(operation, key or memory_id or c.memory_id),
             tenant_id=c.tenant_id,
@@ -160,7 +165,7 @@ class RememberActivities:
             reason=reason,
             workflow_id=activity.info().workflow_id,
             hash_after=hash_after,
-            details={"content_hash": c.content_hash, "type": c.type.value, **details},
+            details={**kept, "type": c.type.value, **details},
         )
 
     async def _audit(self, c: RememberInput, operation: str, reason: str, memory_id: str | None, **kw: Any) -> None:

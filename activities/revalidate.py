@@ -81,11 +81,15 @@ class Revalidator:
         """One conditional fetch with the source's own timeout (If-None-Match: the recorded version)."""
         ref = record.source_ref
         assert ref is not None
-        return await self.deps.sources.fetch(ref.system, ref.key, ref.version)
+        return await self.deps.sources.fetch(
+            ref.system, ref.key, ref.version, tenant=record.tenant_id, owner=record.owner_id
+        )
 
-    async def _ask(self, meta: EligibleMeta) -> SourceAnswer:
+    async def _ask(self, tenant: str, meta: EligibleMeta) -> SourceAnswer:
         assert meta.source_system is not None and meta.source_key is not None
-        return await self.deps.sources.fetch(meta.source_system, meta.source_key, meta.source_version)
+        return await self.deps.sources.fetch(
+            meta.source_system, meta.source_key, meta.source_version, tenant=tenant, owner=meta.owner_id
+        )
 
     def rule_for(self, meta: EligibleMeta, consequence: Consequence) -> freshness.FreshnessRule:
         config = self.deps.sources.config(meta.source_system) if meta.source_system else None
@@ -386,7 +390,7 @@ class Revalidator:
         asking = [h.memory_id for h in due if meta[h.memory_id].source_key is not None]
         spans = {i: self._span(tenant, i, "read_time", meta[i].source_system) for i in asking}
         fetched, records = await asyncio.gather(
-            asyncio.gather(*(self._ask(meta[i]) for i in asking)),
+            asyncio.gather(*(self._ask(tenant, meta[i]) for i in asking)),
             self.deps.store.get_many(tenant, asking),
         )
         checks: list[ReadCheck] = []

@@ -9,12 +9,14 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from api import problems
+from api.input_guard import InputGuardMiddleware
 from api.limits import BodyLimitMiddleware
 from api.me import routes as me_routes
 from api.routes import audit, codec, correct, events, export, forget, health, memories, retention, search
 from api.routes import settings as settings_routes
 from api.state import ApiState
 from api.telemetry import metrics_router
+from api.token_prefetch import TokenPrefetchMiddleware
 from api.usage import LastUsedRecorder
 from memwarden.config import Settings
 from memwarden.stores.sources import SourceRegistry
@@ -53,7 +55,9 @@ def create_app(
         lifespan=lifespan,
     )
     problems.install(app)
+    app.add_middleware(InputGuardMiddleware, verifier=settings.token_verifier)  # inside the body limit
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
+    app.add_middleware(TokenPrefetchMiddleware, verifier=settings.token_verifier)
     app.include_router(health.router)
     app.include_router(memories.router)
     app.include_router(correct.router)

@@ -13,7 +13,8 @@ from api.problems import Problem
 from api.usage import LastUsedRecorder
 from memwarden.config import Settings
 from memwarden.forget import subject_key
-from memwarden.identity import AuthError, Principal, Role, verify_token
+from memwarden.identity import AuthError, Principal, Role
+from memwarden.keys import Purpose
 from memwarden.stores.audit import Pseudonymizer
 from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import SqlStore
@@ -31,8 +32,13 @@ class ApiState:
 
     @cached_property
     def subject_key(self) -> bytes:
-        """The key person ids are hashed under (receipts, audit pseudonyms, subject handles): derived once."""
+        """The key person ids are hashed under (receipts, audit pseudonyms, deletions): derived once."""
         return subject_key(self.settings.auth_secret_value)
+
+    @cached_property
+    def handle_key(self) -> bytes:
+        """The key subject handles are named under: their names are in history, so they must not match audit's."""
+        return self.settings.key_for(Purpose.SUBJECT_HANDLES)
 
     @cached_property
     def pseudonyms(self) -> Pseudonymizer:
@@ -57,7 +63,7 @@ def get_principal(request: Request, state: ApiState) -> Principal:
     if scheme.lower() != "bearer" or not token.strip():
         raise Problem(401, "unauthorized", "a bearer token is required", field="Authorization", headers=_UNAUTHORIZED)
     try:
-        return verify_token(token.strip(), state.settings.auth_secret_value, issuer=state.settings.auth_issuer)
+        return state.settings.token_verifier.verify(token.strip())
     except AuthError:
         raise Problem(
             401, "invalid_token", "the bearer token is invalid or expired", field="Authorization", headers=_UNAUTHORIZED

@@ -19,6 +19,8 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memwarden.audit_signing import CheckpointSigner, CheckpointVerifier
+from memwarden.jwks import JwksKeys, TokenVerifier
+from memwarden.keys import Purpose, derive_key, weak_secret_reason
 from memwarden.policy.gate import GatePolicy
 from memwarden.policy.ranking import DEFAULT_PARAMS as DEFAULT_RANKING
 from memwarden.policy.ranking import RankingParams
@@ -144,10 +146,42 @@ class Settings(BaseSettings):
     )
 
     auth_secret: str | None = Field(
-        default=None, description="HS256 secret for bearer tokens; embedded: a file in the data dir."
+        default=None,
+        description="The service's secret (at least 32 random bytes): per-purpose keys for local tokens, "
+        "pseudonyms, subject handles and CSRF are derived from it; embedded: a file in the data dir.",
     )
     auth_issuer: str = Field(default="memwarden", description="Expected `iss` of every bearer token.")
+    auth_audience: str = Field(
+        default="memwarden", min_length=1, description="Required `aud` of every bearer token (the service it is for)."
+    )
     token_ttl_seconds: int = Field(default=3600, gt=0, description="Lifetime of tokens `memwarden token` mints.")
+    token_max_ttl_seconds: int = Field(
+        default=24 * 3600,
+        gt=0,
+        description="Longest lifetime (exp - iat) a token may have: longer ones are refused, and never minted.",
+    )
+    auth_leeway_seconds: int = Field(
+        default=30, ge=0, le=300, description="Clock skew allowed when checking a token's exp, iat and nbf."
+    )
+    auth_jwks_url: str | None = Field(
+        default=None,
+        description="An issuer's JWKS: RS256/ES256 tokens whose `kid` it publishes are accepted (keys rotate by kid).",
+    )
+    auth_jwks_issuer: str | None = Field(
+        default=None, description="Expected `iss` of the JWKS issuer's tokens; default MEMWARDEN_AUTH_ISSUER."
+    )
+    auth_jwks_cache_seconds: float = Field(
+        default=300.0, gt=0, description="How long a fetched JWKS is used before it is fetched again."
+    )
+    auth_jwks_refetch_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        description="A token naming an unknown kid refetches the JWKS at most this often (rotation, not a flood).",
+    )
+    auth_local_tokens: bool | None = Field(
+        default=None,
+        description="Accept HS256 tokens minted with the service's secret; default: yes, unless production has a JWKS.",
+    )
     codec_key: str | None = Field(
         default=None, description="base64 AES-256 key for Temporal payloads; embedded: a file in the data dir."
     )
@@ -173,6 +207,20 @@ class Settings(BaseSettings):
         description="base64 Ed25519 public keys of earlier signing keys, still trusted when verifying.",
     )
     audit_checkpoint_every: int = Field(default=256, gt=0, description="Sign the chain head every N events.")
+    audit_checkpoint_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="Also sign the head this often (the worker's timer), and publish every signed head.",
+    )
+    audit_heads_file: Path | None = Field(
+        default=None,
+        description="Append-only file signed audit heads are published to; default <data_dir>/audit-heads.jsonl.",
+    )
+    audit_heads_url: str | None = Field(
+        default=None,
+        description="Also POST each signed head here (GET answers them back for verification): outside the database.",
+    )
 
     otel_exporter: OtelExporter = Field(
         default=OtelExporter.NONE, description="Where spans go: none (default) or otlp (OTLP over HTTP)."
@@ -333,9 +381,16 @@ class Settings(BaseSettings):
             if not embedded:
                 raise ValueError("MEMWARDEN_DATABASE_URL is required in the production profile")
             self.database_url = f"sqlite+aiosqlite:///{(self.data_dir / 'memwarden.db').resolve()}"
+        if self.token_ttl_seconds > self.token_max_ttl_seconds:
+            raise ValueError("MEMWARDEN_TOKEN_TTL_SECONDS exceeds MEMWARDEN_TOKEN_MAX_TTL_SECONDS")
+        if self.auth_local_tokens is None:
+            self.auth_local_tokens = embedded or self.auth_jwks_url is None
         if not embedded:
             if not self.auth_secret:
                 raise ValueError("MEMWARDEN_AUTH_SECRET is required in the production profile")
+            weak = weak_secret_reason(self.auth_secret)
+            if weak is not None:
+                raise ValueError(f"MEMWARDEN_AUTH_SECRET {weak}")
             if not self.codec_key:
                 raise ValueError("MEMWARDEN_CODEC_KEY is required in the production profile")
             if not self.audit_signing_key:
@@ -361,6 +416,10 @@ class Settings(BaseSettings):
         return self.sources_file or self.data_dir / "sources.toml"
 
     @property
+    def audit_heads_path(self) -> Path:
+        return self.audit_heads_file or self.data_dir / "audit-heads.jsonl"
+
+    @property
     def edge_path(self) -> Path:
         return self.data_dir / "index"
 
@@ -374,6 +433,30 @@ class Settings(BaseSettings):
         if self.auth_secret:
             return self.auth_secret
         return _secret_file(self.data_dir / "auth.secret", lambda: secrets.token_urlsafe(48))
+
+    def key_for(self, purpose: Purpose) -> bytes:
+        """The key for one purpose, derived from the secret (memwarden.keys): never the secret itself."""
+        return derive_key(self.auth_secret_value, purpose)
+
+    @cached_property
+    def token_verifier(self) -> TokenVerifier:
+        """Verifies every bearer token: local HS256 ones and, with MEMWARDEN_AUTH_JWKS_URL, the issuer's."""
+        return TokenVerifier(
+            secret=self.auth_secret_value,
+            issuer=self.auth_issuer,
+            audience=self.auth_audience,
+            max_ttl_seconds=self.token_max_ttl_seconds,
+            leeway_seconds=self.auth_leeway_seconds,
+            jwks=JwksKeys(
+                self.auth_jwks_url,
+                max_age=self.auth_jwks_cache_seconds,
+                refetch_interval=self.auth_jwks_refetch_seconds,
+            )
+            if self.auth_jwks_url
+            else None,
+            accept_local=bool(self.auth_local_tokens),
+            jwks_issuer=self.auth_jwks_issuer,
+        )
 
     @cached_property
     def codec_key_bytes(self) -> bytes:

@@ -31,6 +31,8 @@ END = "<!-- END GENERATED: configuration reference -->"
 ENV_PREFIX = "MEMWARDEN_"
 _REQUIRED = re.compile(r"MEMWARDEN_([A-Z0-9_]+) is required")
 _PLACEHOLDER = "x"
+_STRONG_PLACEHOLDERS = {"auth_secret": "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH"}
+"""Settings whose value is checked beyond presence (the secret's strength), so "x" would not settle them."""
 _DATA_DIR = "<data_dir>"
 
 
@@ -77,7 +79,7 @@ def production_required() -> list[str]:
             if name not in Settings.model_fields or name in given:
                 raise
             found.append(name)
-            given[name] = _PLACEHOLDER
+            given[name] = _STRONG_PLACEHOLDERS.get(name, _PLACEHOLDER)
     raise RuntimeError("the production profile's requirements did not settle")
 
 
@@ -129,7 +131,8 @@ def reference() -> str:
     """The generated Markdown: one row per setting, with both profiles' effective defaults."""
     required = production_required()
     embedded = _InitOnly()
-    production = _InitOnly(profile=Profile.PRODUCTION, **dict.fromkeys(required, _PLACEHOLDER))  # type: ignore[arg-type]
+    values = {name: _STRONG_PLACEHOLDERS.get(name, _PLACEHOLDER) for name in required}
+    production = _InitOnly(profile=Profile.PRODUCTION, **values)  # type: ignore[arg-type]
     rows = [
         "| variable | type | embedded default | production default | description |",
         "|---|---|---|---|---|",

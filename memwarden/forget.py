@@ -20,11 +20,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memwarden.keys import Purpose, derive_key
+
 _ID = Field(min_length=1, max_length=256)
 _NAME = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$")
 
 DELETION_NS = uuid.UUID("2d0c6e6b-8f43-4d0b-9a57-51f7d1b0e4a3")
-SUBJECT_HASH_CONTEXT = b"memwarden subject hash v1"
 
 
 class _Selector(BaseModel):
@@ -100,8 +101,9 @@ class ForgetRequest(BaseModel):
 
 
 def subject_key(secret: str) -> bytes:
-    """The HMAC key for subject hashes, derived from the service's secret (never stored elsewhere)."""
-    return hmac.new(secret.encode("utf-8"), SUBJECT_HASH_CONTEXT, hashlib.sha256).digest()
+    """The HMAC key for subject hashes (receipts, audit pseudonyms): derived from the service's secret for
+    that purpose alone (memwarden.keys), never stored."""
+    return derive_key(secret, Purpose.PSEUDONYMS)
 
 
 def subject_hash(key: bytes, tenant_id: str, subject: str) -> str:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import time
 from enum import StrEnum
+from typing import Any
 
 import jwt
 from pydantic import BaseModel, ConfigDict, Field
 
+from memwarden.keys import Purpose, derive_key
 from memwarden.records import (
     MemoryRecord,
     MemoryType,
@@ -19,9 +21,16 @@ from memwarden.records import (
     ReadFilter,
     Scope,
     Sensitivity,
+    SourceKind,
 )
 
 ALGORITHM = "HS256"
+"""Locally minted tokens (`memwarden token`): HMAC under the token key derived from the service's secret."""
+ASYMMETRIC_ALGORITHMS = ("RS256", "ES256")
+"""An external issuer's tokens, verified against its JWKS (memwarden.jwks)."""
+DEFAULT_AUDIENCE = "memwarden"
+DEFAULT_MAX_TTL_SECONDS = 24 * 3600
+DEFAULT_LEEWAY_SECONDS = 30
 
 
 class Role(StrEnum):
@@ -73,6 +82,11 @@ class Forbidden(Exception):
         self.reason = reason
 
 
+def token_key(secret: str) -> bytes:
+    """The HS256 key: derived from the secret for tokens alone (memwarden.keys)."""
+    return derive_key(secret, Purpose.TOKENS)
+
+
 def mint_token(
     secret: str,
     *,
@@ -85,8 +99,13 @@ def mint_token(
     moderates: list[str] | tuple[str, ...] = (),
     ttl_seconds: int = 3600,
     issuer: str = "memwarden",
+    audience: str = DEFAULT_AUDIENCE,
+    max_ttl_seconds: int = DEFAULT_MAX_TTL_SECONDS,
     now: float | None = None,
 ) -> str:
+    """A local HS256 token; refuses a lifetime over `max_ttl_seconds`, which verification would refuse too."""
+    if ttl_seconds > max_ttl_seconds:
+        raise ValueError(f"a token lives at most {max_ttl_seconds} seconds (asked for {ttl_seconds})")
     principal = Principal(
         tenant=tenant,
         sub=sub,
@@ -101,6 +120,7 @@ def mint_token(
     issued = int(now if now is not None else time.time())
     claims: dict[str, object] = {
         "iss": issuer,
+        "aud": audience,
         "tenant": principal.tenant,
         "sub": principal.sub,
         "role": principal.role.value,
@@ -115,20 +135,40 @@ def mint_token(
         claims["stores"] = list(principal.stores)
     if principal.moderates:
         claims["moderates"] = list(principal.moderates)
-    return jwt.encode(claims, secret, algorithm=ALGORITHM)
+    return jwt.encode(claims, token_key(secret), algorithm=ALGORITHM)
 
 
-def verify_token(token: str, secret: str, *, issuer: str = "memwarden") -> Principal:
+def decode_claims(
+    token: str,
+    key: Any,
+    *,
+    algorithm: str,
+    issuer: str,
+    audience: str,
+    max_ttl_seconds: int,
+    leeway_seconds: int,
+) -> dict[str, Any]:
+    """The verified claims: signature under `key` with exactly `algorithm`, issuer, audience, times, lifetime."""
     try:
-        claims = jwt.decode(
+        claims: dict[str, Any] = jwt.decode(
             token,
-            secret,
-            algorithms=[ALGORITHM],
+            key,
+            algorithms=[algorithm],
             issuer=issuer,
-            options={"require": ["exp", "iat", "sub", "iss"]},
+            audience=audience,
+            leeway=leeway_seconds,
+            options={"require": ["exp", "iat", "sub", "iss", "aud"]},
         )
     except jwt.PyJWTError as exc:
         raise AuthError(type(exc).__name__) from None
+    exp, iat = claims["exp"], claims["iat"]
+    if not isinstance(exp, int | float) or not isinstance(iat, int | float) or exp - iat > max_ttl_seconds:
+        raise AuthError("token lifetime exceeds the maximum")
+    return claims
+
+
+def principal_from_claims(claims: dict[str, Any]) -> Principal:
+    """Verified claims -> the principal; AuthError when they do not describe one."""
     try:
         stores = claims.get("stores") or []
         moderates = claims.get("moderates") or []
@@ -148,6 +188,28 @@ def verify_token(token: str, secret: str, *, issuer: str = "memwarden") -> Princ
     if principal.role is Role.AGENT and not principal.agent:
         raise AuthError("agent token without agent claim")
     return principal
+
+
+def verify_token(
+    token: str,
+    secret: str,
+    *,
+    issuer: str = "memwarden",
+    audience: str = DEFAULT_AUDIENCE,
+    max_ttl_seconds: int = DEFAULT_MAX_TTL_SECONDS,
+    leeway_seconds: int = DEFAULT_LEEWAY_SECONDS,
+) -> Principal:
+    """A local HS256 token's principal (raises AuthError)."""
+    claims = decode_claims(
+        token,
+        token_key(secret),
+        algorithm=ALGORITHM,
+        issuer=issuer,
+        audience=audience,
+        max_ttl_seconds=max_ttl_seconds,
+        leeway_seconds=leeway_seconds,
+    )
+    return principal_from_claims(claims)
 
 
 def read_filter(
@@ -201,6 +263,31 @@ def may_settle(principal: Principal, record: MemoryRecord) -> bool:
     return principal.role is Role.USER and principal.sub == record.owner_id
 
 
+SOURCE_KINDS: dict[Role, frozenset[SourceKind]] = {
+    Role.USER: frozenset({SourceKind.USER, SourceKind.APP, SourceKind.TOOL, SourceKind.MODEL, SourceKind.DOCUMENT}),
+    Role.AGENT: frozenset({SourceKind.USER, SourceKind.APP, SourceKind.TOOL, SourceKind.MODEL, SourceKind.DOCUMENT}),
+    Role.SYSTEM: frozenset({SourceKind.SYSTEM}),
+    Role.OPERATOR: frozenset(),
+    Role.PRIVACY: frozenset(),
+}
+"""The source kinds each role may declare: the trust a write gets comes from who holds the token.
+
+A person states things (`user`) and may file lower-trust observations; an agent relays its user's
+statements as `user` (instruction-like text from a trusted source waits for the person to confirm it)
+and its own observations as `app`, `tool` or `model`; only a `system` principal writes `system`
+memories, and only for a source it speaks for (`check_source_kind`). `document` may be declared by
+anyone because the gate refuses it as knowledge, not memory. docs/architecture.md, Identity."""
+
+
+def check_source_kind(principal: Principal, kind: SourceKind) -> None:
+    """Raise Forbidden unless this principal's role may declare `kind` (`role_cannot_write` when none)."""
+    allowed = SOURCE_KINDS[principal.role]
+    if not allowed:
+        raise Forbidden("role_cannot_write")
+    if kind not in allowed:
+        raise Forbidden("source_kind_not_allowed")
+
+
 class WriteTarget(BaseModel):
     """The namespace a candidate will be written into, after the principal was checked."""
 
@@ -212,9 +299,19 @@ class WriteTarget(BaseModel):
 
 
 def write_target(principal: Principal, *, scope: Scope, owner_id: str | None, store: str | None) -> WriteTarget:
-    """Where a principal may write; raises Forbidden with a reason code otherwise."""
-    if principal.role not in (Role.USER, Role.AGENT):
+    """Where a principal may write; raises Forbidden with a reason code otherwise.
+
+    A system of record writes about one person of its tenant (`owner_id`, user scope): the facts it
+    owns, each citing its record (`source_ref`, checked by the caller against the source's principals).
+    """
+    if principal.role not in (Role.USER, Role.AGENT, Role.SYSTEM):
         raise Forbidden("role_cannot_write")
+    if principal.role is Role.SYSTEM:
+        if scope is not Scope.USER or store is not None:
+            raise Forbidden("system_writes_user_scope")
+        if owner_id is None:
+            raise Forbidden("owner_required")
+        return WriteTarget(tenant_id=principal.tenant, owner_id=owner_id, scope=scope)
     if principal.role is Role.USER:
         if owner_id not in (None, principal.sub):
             raise Forbidden("owner_mismatch")

@@ -12,7 +12,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 POLICY_VERSION = "2026-12-02.1"
 """Stamped on every record and audit event so a decision can be traced to the rules that made it."""
@@ -171,6 +171,14 @@ class SourceRef(BaseModel):
     system: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
     key: str = Field(min_length=1, max_length=256)
     version: str | None = Field(default=None, max_length=256)
+
+    @field_validator("key")
+    @classmethod
+    def _one_segment(cls, value: str) -> str:
+        """`.` and `..` are not record keys: an HTTP client resolves them into another path of the source."""
+        if value in (".", ".."):
+            raise ValueError("a source key may not be '.' or '..'")
+        return value
 
 
 class Provenance(BaseModel):

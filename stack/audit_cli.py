@@ -10,6 +10,7 @@ import json
 import sys
 from urllib.parse import quote
 
+from memwarden.audit_heads import audit_heads
 from memwarden.config import Settings
 from memwarden.forget import subject_key
 from memwarden.records import Namespace, Scope, namespace_label
@@ -28,7 +29,11 @@ def workflow_url(settings: Settings, workflow_id: str) -> str:
 async def audit_verify(settings: Settings, *, as_json: bool = False) -> int:
     store = await open_store(settings)
     try:
-        result = await store.verify_audit_chain(settings.audit_verifier, require_every=settings.audit_checkpoint_every)
+        result = await store.verify_audit_chain(
+            settings.audit_verifier,
+            require_every=settings.audit_checkpoint_every,
+            published=await audit_heads(settings).published(),
+        )
     finally:
         await store.close()
     if as_json:
@@ -37,6 +42,11 @@ async def audit_verify(settings: Settings, *, as_json: bool = False) -> int:
         print(
             f"audit chain ok: {result.events} events, {result.checkpoints} signed checkpoints, "
             f"head seq {result.head_seq} {result.head_hash or ''}".rstrip()
+            + (
+                f"; {result.events_past_published} events past the last published head, seq {result.last_published_seq}"
+                if result.events_past_published is not None
+                else "; no head published yet"
+            )
         )
     else:
         print(

@@ -81,18 +81,24 @@ def cmd_api(args: argparse.Namespace) -> int:
 
 def cmd_token(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    token = mint_token(
-        settings.auth_secret_value,
-        tenant=args.tenant,
-        sub=args.sub,
-        role=Role(args.role),
-        agent=args.agent,
-        on_behalf_of=args.on_behalf_of,
-        stores=args.store or [],
-        moderates=args.moderates or [],
-        ttl_seconds=args.ttl or settings.token_ttl_seconds,
-        issuer=settings.auth_issuer,
-    )
+    try:
+        token = mint_token(
+            settings.auth_secret_value,
+            tenant=args.tenant,
+            sub=args.sub,
+            role=Role(args.role),
+            agent=args.agent,
+            on_behalf_of=args.on_behalf_of,
+            stores=args.store or [],
+            moderates=args.moderates or [],
+            ttl_seconds=args.ttl or settings.token_ttl_seconds,
+            issuer=settings.auth_issuer,
+            audience=settings.auth_audience,
+            max_ttl_seconds=settings.token_max_ttl_seconds,
+        )
+    except ValueError as exc:
+        print(f"memwarden token: {exc}", file=sys.stderr)
+        return 2
     print(token)
     return 0
 

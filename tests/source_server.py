@@ -4,8 +4,11 @@ It speaks the protocol of ARCHITECTURE.md ("Systems of record"): `GET /records/{
 when `If-None-Match` carries the record's current version, 200 `{"content", "version"}` (with an
 ETag) otherwise, and 404 or 410 for records deleted. Tests steer it: change values, delete records,
 delay or hang every answer, go down (503 or a dropped connection), or flap (every other answer 503).
-It counts requests per key and keeps the If-None-Match headers it saw. Standard library only, one
-thread per request, so a hanging answer never blocks the next one.
+It also serves `GET /t/{tenant}/o/{owner}/records/{key}` (`scoped_url`): a record put with an owner
+(and tenant) answers there only for them, 404 for anyone else, as a source that scopes its keys to
+their owner does; a record put without one is served there to any owner. It counts requests per key
+and keeps the paths and If-None-Match headers it saw. Standard library only, one thread per request,
+so a hanging answer never blocks the next one.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from urllib.parse import unquote
 class SourceState:
     records: dict[str, tuple[str, str]] = field(default_factory=dict)
     """key -> (content, version)"""
+    owners: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """key -> (tenant, owner) whose record it is, for the scoped path"""
+    paths: list[str] = field(default_factory=list)
     deleted: dict[str, int] = field(default_factory=dict)
     """key -> 404 or 410"""
     delay: float = 0.0
@@ -48,11 +54,20 @@ class SourceServer:
                 return
 
             def do_GET(self) -> None:
-                if not self.path.startswith("/records/"):
+                parts = self.path.split("/")
+                scope: tuple[str, str] | None = None
+                if len(parts) == 3 and parts[1] == "records":
+                    key = unquote(parts[2])
+                elif len(parts) == 7 and (parts[1], parts[3], parts[5]) == ("t", "o", "records"):
+                    key, scope = unquote(parts[6]), (unquote(parts[2]), unquote(parts[4]))
+                else:
                     self.send_error(400)
                     return
-                key = unquote(self.path[len("/records/") :])
                 with state.lock:
+                    state.paths.append(self.path)
+                    if scope is not None and state.owners.get(key, scope) != scope:
+                        self._send(404, b"")
+                        return
                     state.requests[key] += 1
                     state.conditional.append(self.headers.get("If-None-Match"))
                     delay, mode = state.delay, state.mode
@@ -105,6 +120,11 @@ class SourceServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/records/{{key}}"
 
+    @property
+    def scoped_url(self) -> str:
+        """A template naming the tenant and owner: the source confirms each key belongs to its owner."""
+        return f"http://127.0.0.1:{self.port}/t/{{tenant}}/o/{{owner}}/records/{{key}}"
+
     def __enter__(self) -> SourceServer:
         self._thread.start()
         return self
@@ -115,10 +135,13 @@ class SourceServer:
 
     # -- steering ----------------------------------------------------------------------------
 
-    def put(self, key: str, content: str, version: str) -> None:
+    def put(self, key: str, content: str, version: str, *, owner: tuple[str, str] | None = None) -> None:
+        """Set a record; `owner` (tenant, owner) is whose it is on the scoped path (unset: anyone's)."""
         with self.state.lock:
             self.state.records[key] = (content, version)
             self.state.deleted.pop(key, None)
+            if owner is not None:
+                self.state.owners[key] = owner
 
     def delete(self, key: str, status: int = 404) -> None:
         with self.state.lock:

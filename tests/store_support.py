@@ -10,6 +10,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -19,10 +20,13 @@ from tests.conftest import service_url
 
 
 @asynccontextmanager
-async def fresh_store(backend: str, directory: Path, *, schema_prefix: str = "mw_test") -> AsyncIterator[SqlStore]:
-    """`backend` "sqlite" (a file in `directory`) or "postgresql" (MEMWARDEN_TEST_POSTGRES_URL), migrated."""
+async def fresh_store(
+    backend: str, directory: Path, *, schema_prefix: str = "mw_test", **options: Any
+) -> AsyncIterator[SqlStore]:
+    """`backend` "sqlite" (a file in `directory`) or "postgresql" (MEMWARDEN_TEST_POSTGRES_URL), migrated;
+    `options` go to `SqlStore.open` (a signer, pseudonyms)."""
     if backend == "sqlite":
-        store = await SqlStore.open(f"sqlite+aiosqlite:///{directory / 'mw.db'}")
+        store = await SqlStore.open(f"sqlite+aiosqlite:///{directory / 'mw.db'}", **options)
         await store.migrate()
         try:
             yield store
@@ -34,7 +38,7 @@ async def fresh_store(backend: str, directory: Path, *, schema_prefix: str = "mw
     admin = create_async_engine(url, isolation_level="AUTOCOMMIT")
     async with admin.connect() as conn:
         await conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    store = await SqlStore.open(url, schema=schema)
+    store = await SqlStore.open(url, schema=schema, **options)
     try:
         await store.migrate()
         yield store

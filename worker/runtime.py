@@ -20,6 +20,7 @@ from activities.retention import RetentionActivities
 from activities.revalidate import RevalidateActivities
 from activities.summaries import SummaryActivities
 from memwarden import detect
+from memwarden.audit_heads import CheckpointTimer, audit_heads
 from memwarden.config import Settings
 from memwarden.embed import Embedder, default_embedder
 from memwarden.stores.cache import open_cache
@@ -60,9 +61,13 @@ async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> 
         replicas=replicas,
         sources=sources,
     )
+    # Sign the audit head on a timer too, and publish every signed head outside the database.
+    timer = CheckpointTimer(store, audit_heads(settings), settings.audit_checkpoint_seconds)
+    await timer.start()
     try:
         yield deps
     finally:
+        await timer.stop()
         await sources.close()
         for replica in replicas:
             await replica.close()

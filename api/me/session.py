@@ -6,9 +6,10 @@ it and other sites' pages cannot send it. Behind an OIDC proxy, the proxy inject
 `Authorization: Bearer <memwarden token>` instead and the page reads that
 (docs/decisions/me-page-behind-a-proxy.md).
 
-CSRF: every state-changing form carries `HMAC(k, "session" | sha256(credential))`, where `k` is derived
-from the service's secret and the credential is the session's token: an attacker can neither read the
-HttpOnly cookie nor compute the HMAC, and a token from one session is useless in another. The sign-in
+CSRF: every state-changing form carries `HMAC(k, "session" | sha256(credential))`, where `k` is the
+CSRF key derived from the service's secret (memwarden.keys) and the credential is the session's
+token: an attacker can neither read the HttpOnly cookie nor compute the HMAC, and a token from one
+session is useless in another. The sign-in
 form, before any session exists, is tied the same way to a random nonce in its own short-lived cookie
 (login CSRF: nobody can sign a victim in as themself).
 """
@@ -27,14 +28,14 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from memwarden.config import Settings
-from memwarden.identity import AuthError, Principal, verify_token
+from memwarden.identity import AuthError, Principal
+from memwarden.keys import Purpose
 
 SESSION_COOKIE = "mw_me"
 SIGNIN_COOKIE = "mw_me_signin"
 COOKIE_PATH = "/me"
 SIGNIN_TTL_SECONDS = 15 * 60
 CSRF_FIELD = "csrf"
-_CONTEXT = b"memwarden-me-csrf-v1"
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class Session:
 
 
 def _key(settings: Settings) -> bytes:
-    return hmac.new(settings.auth_secret_value.encode(), _CONTEXT, hashlib.sha256).digest()
+    return settings.key_for(Purpose.CSRF)
 
 
 def _mac(settings: Settings, purpose: str, value: str) -> str:
@@ -119,7 +120,7 @@ def clear_session_cookie(response: Response, settings: Settings, request: Reques
 
 def verify(settings: Settings, token: str) -> Principal:
     """A token's principal (raises AuthError); any role, the caller decides who may use the page."""
-    return verify_token(token.strip(), settings.auth_secret_value, issuer=settings.auth_issuer)
+    return settings.token_verifier.verify(token.strip())
 
 
 def current_session(settings: Settings, request: Request) -> Session | None:

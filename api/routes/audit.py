@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from api.problems import Problem
 from api.state import Caller, State, require_roles
+from memwarden.audit_heads import HeadPublishError, audit_heads
 from memwarden.identity import Role
 from memwarden.stores.audit import AuditEvent, AuditVerification
 
@@ -91,5 +92,11 @@ async def verify_audit(state: State, caller: Caller) -> AuditVerifyOut:
     require_roles(caller, *AUDIT_ROLES)
     settings = state.settings
     verifier = settings.audit_verifier
-    result = await state.store.verify_audit_chain(verifier, require_every=settings.audit_checkpoint_every)
+    try:
+        published = await audit_heads(settings).published()
+    except HeadPublishError:
+        raise Problem(503, "audit_heads_unavailable", "the published audit heads could not be read") from None
+    result = await state.store.verify_audit_chain(
+        verifier, require_every=settings.audit_checkpoint_every, published=published
+    )
     return AuditVerifyOut(**result.model_dump(), trusted_keys=sorted(verifier.key_ids))

@@ -26,7 +26,7 @@ from temporalio.api.common.v1 import Payloads
 
 from api.problems import Problem
 from api.state import State, get_principal
-from memwarden.identity import AuthError, Principal, Role, verify_token
+from memwarden.identity import AuthError, Principal, Role
 from memwarden.stores.audit import AuditEventIn
 from memwarden.temporal.codec import AesGcmCodec, CodecError, key_id
 
@@ -39,7 +39,7 @@ _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
 def _operator(request: Request, state: State, path_token: str | None) -> Principal:
     if path_token is not None:
         try:
-            principal = verify_token(path_token, state.settings.auth_secret_value, issuer=state.settings.auth_issuer)
+            principal = state.settings.token_verifier.verify(path_token)
         except AuthError:
             raise Problem(
                 401, "invalid_token", "the token is invalid or expired", field="token", headers=_UNAUTHORIZED

@@ -72,7 +72,7 @@ def _check_required(headers: dict[str, str], body: bytes) -> None:
     else:
         try:
             raw = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # nesting too deep for the parser is malformed too
             raise _bad("body", "the body is not JSON") from None
         if not isinstance(raw, dict):
             raise _bad("body", "a structured CloudEvent is a JSON object")
@@ -98,7 +98,7 @@ def parse_event(headers: dict[str, str], body: bytes) -> tuple[CloudEvent, Sourc
     except CloudEventValidationError as exc:
         field = next(iter(exc.errors), "body")
         raise _bad(str(field), f"the CloudEvents attribute {field} is invalid") from None
-    except (BaseCloudEventException, ValueError, TypeError, KeyError):
+    except (BaseCloudEventException, ValueError, TypeError, KeyError, RecursionError):
         raise _bad("body", "not a CloudEvents 1.0 event") from None
     if not isinstance(event, CloudEvent):
         raise _bad("specversion", "only CloudEvents 1.0 is accepted")

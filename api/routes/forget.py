@@ -97,6 +97,9 @@ async def _forget(state: ApiState, caller: Principal, request: ForgetRequest) ->
             reason=request.reason,
             subject_hash=subject,
             now=now,
+            handle_hash=subject_hash(state.handle_key, caller.tenant, selector.owner_id)
+            if isinstance(selector, OwnerSelector)
+            else None,
         )
     except MemoryNotFound:
         raise Problem(404, "not_found", "no such memory", field="memory_id") from None

@@ -19,7 +19,15 @@ from api.schemas import MemoryDetail, MemoryOut, MemoryPage, RememberOut
 from api.state import ApiState, Caller, State
 from api.telemetry import traced
 from memwarden import randomness
-from memwarden.identity import Forbidden, Principal, Role, may_settle, read_filter, write_target
+from memwarden.identity import (
+    Forbidden,
+    Principal,
+    Role,
+    check_source_kind,
+    may_settle,
+    read_filter,
+    write_target,
+)
 from memwarden.records import (
     CandidateIn,
     Decision,
@@ -29,9 +37,11 @@ from memwarden.records import (
     RememberResult,
     SettleAction,
     SettleRequest,
+    SourceRef,
     Status,
     content_hash,
 )
+from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.subjects import handle_row, new_handle
 from memwarden.telemetry import CREATE_MEMORY
 from workflows.pending import PendingWriteWorkflow, pending_workflow_id
@@ -80,9 +90,17 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
     if nul is not None:
         raise Problem(422, "validation_failed", "a field contains a NUL character", field=nul)
     try:
+        check_source_kind(caller, candidate.source_kind)
+    except Forbidden as exc:
+        raise Problem(
+            403, exc.reason, f"this principal may not declare this source ({exc.reason})", field="source_kind"
+        ) from None
+    try:
         target = write_target(caller, scope=candidate.scope, owner_id=candidate.owner_id, store=candidate.store)
     except Forbidden as exc:
         raise Problem(403, exc.reason, f"this principal may not write there ({exc.reason})", field="scope") from None
+    if candidate.source_ref is not None:
+        _vouch(state, caller, candidate.source_ref, target.tenant_id, target.owner_id)
 
     memory_id = _memory_id(caller.tenant, caller.actor, candidate.idempotency_key)
     workflow_id = f"remember-{memory_id}"
@@ -94,9 +112,8 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
             return replay
 
     now = datetime.now(UTC)
-    provenance = candidate.provenance or Provenance()
-    if provenance.writer is None:
-        provenance = provenance.model_copy(update={"writer": caller.actor})
+    # Who wrote it is the token's to say: a body's `writer` would let anyone put words in someone's mouth.
+    provenance = (candidate.provenance or Provenance()).model_copy(update={"writer": caller.actor})
     request = RememberInput(
         memory_id=memory_id,
         candidate_ref=memory_id,
@@ -130,6 +147,20 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
     )
 
 
+def _vouch(state: ApiState, caller: Principal, ref: SourceRef, tenant: str, owner: str) -> None:
+    """Refuse a source_ref its writer cannot vouch for: the service would fetch that record into this namespace."""
+    registry = state.sources or SourceRegistry([])
+    refusal = registry.vouch(
+        ref, system_principal=caller.sub if caller.role is Role.SYSTEM else None, tenant=tenant, owner=owner
+    )
+    if refusal == "unsafe_source_key":
+        raise Problem(
+            422, "validation_failed", "source_ref.key is not one segment of the source's URL", field="source_ref.key"
+        )
+    if refusal is not None:
+        raise Problem(403, refusal, f"this principal may not cite this source record ({refusal})", field="source_ref")
+
+
 def _pseudonym(state: ApiState, caller: Principal) -> str:
     """The caller as the audit log names it (the only use a workflow has for who acted)."""
     return state.pseudonyms.actor(caller.tenant, caller.actor)
@@ -157,7 +188,7 @@ def _sealed_write(
     The handle keeps the owner's id, the writer and the speaker out of RememberWorkflow's history (erasing the owner
     deletes it), and the actor goes in as the audit log's pseudonym (it is only ever audited).
     """
-    handle = new_handle(state.subject_key, request.tenant_id, request.owner_id)
+    handle = new_handle(state.handle_key, request.tenant_id, request.owner_id)
     expires = now + CLAIM_CHECK_TTL
     ids: dict[str, str | None] = {"owner_id": request.owner_id, "writer": request.provenance.writer}
     if request.provenance.speaker is not None:

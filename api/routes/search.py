@@ -135,7 +135,7 @@ async def _run_workflow(
     owner = caller.subject_owner
     if owner is not None:
         # The person this search is for stays out of history: the read filter waits under a handle.
-        handle = new_handle(state.subject_key, caller.tenant, owner)
+        handle = new_handle(state.handle_key, caller.tenant, owner)
         rows.append(handle_row(handle, caller.tenant, {"read_filter": rf.model_dump(mode="json")}, expires))
         sealed = rf.model_copy(update={"clauses": ()})
     await state.store.put_candidates(rows)

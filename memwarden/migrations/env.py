@@ -31,7 +31,7 @@ def _run(connection: Connection) -> None:
 
 
 async def _run_url(url: str) -> None:
-    engine = create_async_engine(url)
+    engine = create_async_engine(url, hide_parameters=True)
     try:
         async with engine.begin() as conn:
             await conn.run_sync(_run)

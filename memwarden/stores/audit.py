@@ -206,11 +206,16 @@ class AuditVerification(BaseModel):
     reason: str | None = None
     """prev_hash_mismatch | hash_mismatch | checkpoint_hash_mismatch | checkpoint_count_mismatch |
     checkpoint_sequence_broken | checkpoint_signature_invalid | checkpoint_unknown_key |
-    checkpoint_event_missing | events_missing_after_checkpoint | checkpoint_missing"""
+    checkpoint_event_missing | events_missing_after_checkpoint | checkpoint_missing |
+    published_head_mismatch | published_head_signature_invalid | events_missing_before_published_head"""
     last_good_checkpoint: int | None = None
     """seq of the last checkpoint that verified: history up to it is as signed."""
     head_seq: int | None = None
     head_hash: str | None = None
+    last_published_seq: int | None = None
+    """seq of the newest head published outside the database (memwarden.audit_heads) that verified."""
+    events_past_published: int | None = None
+    """Events after that head: the tail no published head vouches for yet (None without published heads)."""
 
 
 def read_event(

@@ -39,6 +39,7 @@ from memwarden.policy.retention import DEFAULT_CLASSES, RetentionClass
 from memwarden.records import FORGOTTEN_STATUSES, Scope, Status, namespace_label
 from memwarden.stores.audit import AuditEventIn, Operation
 from memwarden.stores.cache import invalidation_prefixes, tenant_prefix
+from memwarden.stores.content_keys import destroy_subject_key
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.sql_models import (
     candidates,
@@ -215,8 +216,12 @@ class ForgetStore:
         reason: str,
         subject_hash: str | None,
         now: datetime,
+        handle_hash: str | None = None,
     ) -> tuple[DeletionRow, bool]:
         """Tombstone what the selector matches and record the deletion, in one transaction.
+
+        `handle_hash` is the erased owner's hash under the subject-handle key (memwarden.keys): the
+        handles parked for them are named by it, and go in the same transaction.
 
         Returns (deletion, created). The same request again, with nothing new to delete, returns the
         deletion that already covers it (created False): same id, same outcome. Two identical requests
@@ -233,6 +238,7 @@ class ForgetStore:
             reason=reason,
             subject_hash=subject_hash,
             now=now,
+            handle_hash=handle_hash,
         )
         try:
             return await attempt()
@@ -250,10 +256,15 @@ class ForgetStore:
         reason: str,
         subject_hash: str | None,
         now: datetime,
+        handle_hash: str | None,
     ) -> tuple[DeletionRow, bool]:
         m = memories.c
         async with self.store.transaction() as conn:
-            await self._drop_subject_refs(conn, tenant_id, selector, subject_hash)
+            await self._drop_subject_refs(conn, tenant_id, selector, handle_hash)
+            if isinstance(selector, OwnerSelector) and subject_hash:  # old content hashes now match nothing
+                await destroy_subject_key(conn, tenant_id, subject_hash)
+            elif isinstance(selector, TenantSelector):
+                await destroy_subject_key(conn, tenant_id, None)
             rows = await self._rows(conn, tenant_id, selector, now)
             fresh = [r for r in rows if Status(r.status) not in FORGOTTEN_STATUSES and r.purged_at is None]
             if not fresh:
@@ -342,15 +353,15 @@ class ForgetStore:
         return created, True
 
     async def _drop_subject_refs(
-        self, conn: AsyncConnection, tenant_id: str, selector: object, subject_hash: str | None
+        self, conn: AsyncConnection, tenant_id: str, selector: object, handle_hash: str | None
     ) -> None:
         """An erased subject's parked handles go with the tombstone, so no workflow can resolve them again.
 
-        Owner erasure: the handles under that subject's hash; offboarding: every handle of the tenant.
+        Owner erasure: the handles under that subject's handle hash; offboarding: every handle of the tenant.
         """
         c = candidates.c
-        if isinstance(selector, OwnerSelector) and subject_hash:
-            pattern = f"{subject_ref_prefix(subject_hash)}%"
+        if isinstance(selector, OwnerSelector) and handle_hash:
+            pattern = f"{subject_ref_prefix(handle_hash)}%"
         elif isinstance(selector, TenantSelector):
             pattern = f"{SUBJECT_REF_PREFIX}%"
         else:

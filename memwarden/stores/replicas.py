@@ -68,7 +68,7 @@ class ReplicaStore:
             sa_url = sa_url.set(drivername="sqlite+aiosqlite")
         if sa_url.get_backend_name() == "postgresql" and sa_url.drivername == "postgresql":
             sa_url = sa_url.set(drivername="postgresql+asyncpg")
-        engine = create_async_engine(sa_url)
+        engine = create_async_engine(sa_url, hide_parameters=True)  # a replica's errors would carry content
         if engine.dialect.name == "sqlite":
             sa.event.listen(engine.sync_engine, "connect", _sqlite_secure)
         async with engine.begin() as conn:

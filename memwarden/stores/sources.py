@@ -2,7 +2,9 @@
 
 ```toml
 [sources.programs]
-url = "http://127.0.0.1:9000/records/{key}"   # {key} from the memory's source_ref
+url = "http://127.0.0.1:9000/t/{tenant}/people/{owner}/records/{key}"
+                                               # {key} from the memory's source_ref; {tenant} and {owner}
+                                               # (optional) the memory's tenant and owner
 timeout_ms = 300                               # the read-time deadline for this source
 freshness_seconds = 3600                       # optional: confirmed this long, then checked at the next read
 volatile = false                               # optional: the periodic schedule re-checks its memories
@@ -13,6 +15,15 @@ principals = ["programs"]                      # optional: system tokens (sub) t
 Protocol (HTTP kind): `GET url` with `If-None-Match: <version>` -> 304 unchanged, 200
 `{"content", "version"}` changed (or unchanged when the content is the same), 404/410 gone; any other
 status, a malformed body, a connection error or no answer within `timeout_ms`: unavailable.
+
+Who may cite a source (`SourceRegistry.vouch`): a memory's `source_ref` makes the service fetch that
+record and, when it changed, store its content in the memory's namespace, so a writer could otherwise
+have another person's record copied into a namespace it reads (a confused deputy). A `source_ref` is
+accepted from the source's own principal (a `system` token whose `sub` is in `principals`), or from
+anyone when the source scopes every key to the memory's tenant and owner (its URL names `{tenant}` and
+`{owner}`): then every fetch asks "this key, of this owner", and a key of someone else's answers 404.
+Each value goes into the URL as one percent-encoded path segment; `.`, `..` and any value whose URL
+would not keep the template's path are refused, so a key never reaches another resource.
 
 Connectors are looked up by `kind` in a registry (`register_connector_kind`), so another kind (a
 database view, a queue-backed cache) joins without touching revalidation. They run inside
@@ -27,12 +38,12 @@ import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from memwarden.records import RevalidationOutcome
+from memwarden.records import RevalidationOutcome, SourceRef
 
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
 MAX_BODY_BYTES = 64 * 1024
@@ -69,6 +80,43 @@ class SourceConfig(BaseModel):
         """Whether a system principal with this `sub` speaks for this source (default: its own name)."""
         return sub in (self.principals or (self.name,))
 
+    @property
+    def scoped_to_owner(self) -> bool:
+        """Every key is asked of one tenant's one owner (the URL names both): the source vouches for ownership."""
+        return "{tenant}" in self.url and "{owner}" in self.url
+
+
+class UnsafeKey(ValueError):
+    """A key (or tenant, or owner) that would not stay one path segment of the source's URL."""
+
+
+def _segment(value: str) -> str:
+    if value in ("", ".", ".."):
+        raise UnsafeKey("not a path segment")
+    return quote(value, safe="")
+
+
+def record_url(template: str, key: str, *, tenant: str = "", owner: str = "") -> str:
+    """The URL of one record: each value one percent-encoded segment, the template's path kept as written.
+
+    Raises UnsafeKey for `.`/`..` (which an HTTP client resolves away) and for any value after which the
+    URL's path, as the client would send it, differs from the text the template produced.
+    """
+    url = template
+    if "{tenant}" in url:
+        url = url.replace("{tenant}", _segment(tenant))
+    if "{owner}" in url:
+        url = url.replace("{owner}", _segment(owner))
+    url = url.replace("{key}", _segment(key))
+    written = urlsplit(url).path or "/"
+    try:
+        sent = httpx.URL(url).raw_path.split(b"?", 1)[0].decode("ascii")
+    except (httpx.InvalidURL, UnicodeDecodeError):
+        raise UnsafeKey("not a valid URL") from None
+    if sent != written:
+        raise UnsafeKey("changes the path")
+    return url
+
 
 class SourceAnswer(BaseModel):
     """What a source said about one record. `content` is memory content: never logged or put in history."""
@@ -86,7 +134,7 @@ class Connector(Protocol):
 
     config: SourceConfig
 
-    async def fetch(self, key: str, version: str | None) -> SourceAnswer: ...
+    async def fetch(self, key: str, version: str | None, *, tenant: str, owner: str) -> SourceAnswer: ...
 
     async def close(self) -> None: ...
 
@@ -119,18 +167,20 @@ class HttpConnector:
             headers={"Accept": "application/json"},
         )
 
-    def url(self, key: str) -> str:
-        return self.config.url.replace("{key}", quote(key, safe=""))
+    def url(self, key: str, *, tenant: str = "", owner: str = "") -> str:
+        return record_url(self.config.url, key, tenant=tenant, owner=owner)
 
-    async def fetch(self, key: str, version: str | None) -> SourceAnswer:
+    async def fetch(self, key: str, version: str | None, *, tenant: str = "", owner: str = "") -> SourceAnswer:
         """One conditional GET, bounded by the source's timeout from the first byte sent to the last read."""
         deadline = self.config.timeout
         headers = {"If-None-Match": _etag(version)} if version else {}
         try:
+            url = self.url(key, tenant=tenant, owner=owner)
+        except UnsafeKey:
+            return SourceAnswer(outcome=RevalidationOutcome.UNAVAILABLE, reason="unsafe_key")
+        try:
             async with asyncio.timeout(deadline):
-                response = await self._client.get(
-                    self.url(key), headers=headers, timeout=httpx.Timeout(max(deadline, 0.001))
-                )
+                response = await self._client.get(url, headers=headers, timeout=httpx.Timeout(max(deadline, 0.001)))
                 body = response.content
         except (TimeoutError, httpx.TimeoutException):
             return SourceAnswer(outcome=RevalidationOutcome.UNAVAILABLE, reason="timeout")
@@ -231,12 +281,37 @@ class SourceRegistry:
             self._connectors[name] = found
         return found
 
-    async def fetch(self, system: str, key: str, version: str | None) -> SourceAnswer:
-        """Ask `system` about `key`; an unconfigured system answers unavailable (`unknown_source`) at once."""
+    async def fetch(
+        self, system: str, key: str, version: str | None, *, tenant: str = "", owner: str = ""
+    ) -> SourceAnswer:
+        """Ask `system` about `key` (of `owner` in `tenant`, where its URL names them); an unconfigured system
+        answers unavailable (`unknown_source`) at once."""
         connector = self.connector(system)
         if connector is None:
             return SourceAnswer(outcome=RevalidationOutcome.UNAVAILABLE, reason="unknown_source")
-        return await connector.fetch(key, version)
+        return await connector.fetch(key, version, tenant=tenant, owner=owner)
+
+    def vouch(self, ref: SourceRef, *, system_principal: str | None, tenant: str, owner: str) -> str | None:
+        """Why a writer may not cite `ref` for `owner`'s memory, or None when it may (module docstring).
+
+        `system_principal` is the writer's `sub` when it holds a `system` token, else None.
+        Reasons: `unknown_source`, `forbidden_source` (a system principal citing a source it does not
+        speak for), `source_ref_not_vouched` (the source does not scope keys to the owner),
+        `unsafe_source_key`.
+        """
+        config = self.configs.get(ref.system)
+        if config is None:
+            return "unknown_source"
+        if system_principal is not None:
+            if not config.owned_by(system_principal):
+                return "forbidden_source"
+        elif not config.scoped_to_owner:
+            return "source_ref_not_vouched"
+        try:
+            record_url(config.url, ref.key, tenant=tenant, owner=owner)
+        except UnsafeKey:
+            return "unsafe_source_key"
+        return None
 
     def volatile_systems(self) -> list[str]:
         return sorted(name for name, c in self.configs.items() if c.volatile)

@@ -103,7 +103,10 @@ async def stack(tmp_path_factory: pytest.TempPathFactory, src: SourceServer) -> 
     data_dir = root / "data"
     data_dir.mkdir()
     # Every read checks the source (a freshness window of 0), within a timeout a loaded machine still meets.
-    (data_dir / "sources.toml").write_text(sources_toml("programs", src.url, timeout_ms=3000, freshness_seconds=0))
+    # Its URL names the tenant and owner, so the agent may cite its records for the user it serves.
+    (data_dir / "sources.toml").write_text(
+        sources_toml("programs", src.scoped_url, timeout_ms=3000, freshness_seconds=0)
+    )
     task_queue = f"audit-kill-{uuid.uuid4().hex[:8]}"
     auth_secret, signing_key = secrets.token_urlsafe(48), base64.b64encode(secrets.token_bytes(32)).decode()
     async with (

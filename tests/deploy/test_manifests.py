@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -104,6 +105,10 @@ def settings_from(env: dict[str, str]) -> _InitOnly:
             continue
         annotation = str(_InitOnly.model_fields[name].annotation)
         values[name] = json.loads(raw) if annotation.startswith("list") else raw
+    if "auth_secret" in values:
+        # The examples hold placeholders, which production refuses (tests/unit/test_keys_and_tokens.py):
+        # a real secret stands in, so what is checked here is everything else they set.
+        values["auth_secret"] = secrets.token_urlsafe(48)
     return _InitOnly(**values)
 
 

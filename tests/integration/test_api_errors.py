@@ -22,7 +22,7 @@ import sqlalchemy as sa
 import uvicorn
 
 from api.app import create_app
-from memwarden.identity import mint_token
+from memwarden.identity import mint_token, token_key
 from memwarden.records import MemoryRecord, MemoryType, SourceKind, Status, content_hash
 from memwarden.stores.sql_models import candidates, memories
 from memwarden.temporal.client import connect
@@ -51,9 +51,17 @@ async def test_401_without_a_bearer_token(
 
 
 def _bad_tokens(api: Api) -> dict[str, str]:
-    secret = api.settings.auth_secret_value
+    secret = token_key(api.settings.auth_secret_value)  # what local tokens are signed with
     now = int(time.time())
-    good = {"iss": "memwarden", "tenant": "t401", "sub": "alice", "role": "user", "iat": now, "exp": now + 600}
+    good = {
+        "iss": "memwarden",
+        "aud": "memwarden",
+        "tenant": "t401",
+        "sub": "alice",
+        "role": "user",
+        "iat": now,
+        "exp": now + 600,
+    }
     return {
         "garbage": "not-a-jwt",
         "other_secret": mint_token("another-secret-entirely-xxxxxxxxxxxxxxxx", tenant="t401", sub="alice", role="user"),
@@ -67,6 +75,10 @@ def _bad_tokens(api: Api) -> dict[str, str]:
         "no_tenant": jwt.encode({k: v for k, v in good.items() if k != "tenant"}, secret, algorithm="HS256"),
         "stores_not_a_list": jwt.encode(good | {"stores": "team"}, secret, algorithm="HS256"),
         "sub_too_long": jwt.encode(good | {"sub": "a" * 5000}, secret, algorithm="HS256"),
+        "no_audience": jwt.encode({k: v for k, v in good.items() if k != "aud"}, secret, algorithm="HS256"),
+        "other_audience": jwt.encode(good | {"aud": "billing"}, secret, algorithm="HS256"),
+        "lives_too_long": jwt.encode(good | {"exp": now + 30 * 86400}, secret, algorithm="HS256"),
+        "signed_with_the_raw_secret": jwt.encode(good, api.settings.auth_secret_value, algorithm="HS256"),
     }
 
 
@@ -94,9 +106,13 @@ async def test_401_comes_before_body_validation(http: httpx.AsyncClient) -> None
 async def test_403_for_roles_and_namespaces_a_principal_may_not_use(api: Api, http: httpx.AsyncClient) -> None:
     t = "t403"
     operator = api.auth(t, "ops", "operator")
-    for role in ("operator", "privacy", "system"):
+    for role in ("operator", "privacy"):
         who = api.auth(t, f"{role}-1", role)
         assert_problem(await http.post("/v1/memories", headers=who, json=MEMORY), 403, code="role_cannot_write")
+    # A system of record writes only `system` memories (memwarden.identity.SOURCE_KINDS).
+    system = api.auth(t, "system-1", "system")
+    answer = await http.post("/v1/memories", headers=system, json=MEMORY)
+    assert_problem(answer, 403, code="source_kind_not_allowed", field="source_kind")
     assert_problem(await http.post("/v1/search", headers=operator, json={"query": "tea"}), 403, code="forbidden_role")
     assert_problem(await http.get("/v1/memories", headers=operator), 403, code="forbidden_role")
     assert_problem(await http.get(f"/v1/memories/{uuid.uuid4()}", headers=operator), 403, code="forbidden_role")
@@ -398,9 +414,11 @@ async def test_odd_input_is_never_a_500(api: Api, http: httpx.AsyncClient) -> No
     for query in ("\u0000", "\ud800", "🫖", "' OR 1=1 --", "*" * 2048):
         answer = await http.post("/v1/search", headers=headers, content=json.dumps({"query": query}).encode())
         assert answer.status_code < 500, f"{answer.status_code} for search {query[:20]!r}: {answer.text[:300]}"
-    for memory_id in ("x" * 5000, "%00", "..%2F..%2Fetc", "🫖", "' OR 1=1 --"):
+    for memory_id in ("x" * 5000, "..%2F..%2Fetc", "🫖", "' OR 1=1 --"):
         answer = await http.get(f"/v1/memories/{memory_id}", headers=alice)
         assert_problem(answer, 404)
+    # A control character is refused wherever it is, the path included (api/input_guard.py).
+    assert_problem(await http.get("/v1/memories/%00", headers=alice), 422, field="path")
 
 
 async def test_a_rejected_request_writes_nothing(api: Api, http: httpx.AsyncClient) -> None:

@@ -28,6 +28,7 @@ from memwarden.forget import (
     subject_ref_prefix,
 )
 from memwarden.identity import Principal, Role, read_filter
+from memwarden.keys import Purpose
 from memwarden.records import ForgetInput, MemoryType, RetrieveInput, Scope, SourceRef, Status
 from memwarden.sinks import CACHE, STORE_CONTENT, SUMMARIES, VECTOR_INDEX
 from memwarden.stores.cache import owner_prefix, search_key
@@ -206,7 +207,7 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
         RetentionWorkflow.run, id=f"retention-{uuid.uuid4()}", task_queue=stack.settings.temporal_task_queue
     )
     assert (await stack.deps.store.get_memory(t, lapsing.id)).status is Status.EXPIRED  # type: ignore[union-attr]
-    key = subject_key(stack.settings.auth_secret_value)
+    key = stack.settings.key_for(Purpose.SUBJECT_HANDLES)  # handles are named under their own key
     summary = await stack.client.execute_workflow(
         SummarizeWorkflow.run,
         await park_summary_request(stack.deps.store, key, tenant_id=t, owner_id=owner, actor=f"user:{owner}"),

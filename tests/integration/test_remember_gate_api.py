@@ -8,6 +8,7 @@ carried out, fails. Each test has its own tenant.
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -19,7 +20,8 @@ from temporalio.client import Client
 from memwarden.client import MemwardenClient, MemwardenError
 from memwarden.records import Provenance, Status
 from tests.forget_support import wait_verified
-from tests.integration.api_stack import Api, assert_problem
+from tests.integration.api_stack import Api, assert_problem, embedded_api
+from tests.source_server import sources_toml
 from workflows.pending import pending_workflow_id
 
 PREF = {"type": "preference", "source_kind": "user", "reason": "user_explicit_preference", "importance": 0.8}
@@ -47,6 +49,18 @@ async def search_ids(http: httpx.AsyncClient, headers: dict[str, str], query: st
 async def audit_ops(api: Api, t: str) -> list[tuple[str, str | None]]:
     events, _ = await api.store.list_audit(t, limit=100, cursor=None)
     return [(e.operation, e.reason) for e in reversed(events)]
+
+
+@pytest.fixture(scope="module")
+async def api(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Api]:
+    """The module's stack, with `crm` configured as a system of record that scopes its keys to their owner,
+    so the people and agents of these tests may cite its records."""
+    data_dir = tmp_path_factory.mktemp("gate-api")
+    (data_dir / "sources.toml").write_text(
+        sources_toml("crm", "http://127.0.0.1:9/t/{tenant}/o/{owner}/records/{key}", timeout_ms=100)
+    )
+    async with embedded_api(data_dir) as stack:
+        yield stack
 
 
 # -- decisions ---------------------------------------------------------------------------------
@@ -107,7 +121,7 @@ async def test_a_changed_value_in_the_same_slot_supersedes_and_keeps_the_old_one
         ("Alice probably likes jazz", {"source_kind": "model"}, "model_inference_session_only"),
         ("Alice likes jazz", {"reason": "because_i_said_so"}, "missing_reason"),
         ("Alice likes jazz", {"importance": 0.05}, "low_importance"),
-        ("Alice likes jazz", {"source_kind": "system"}, "system_without_source_ref"),
+        ("Alice likes jazz", {"source_kind": "system", "owner_id": "alice"}, "system_without_source_ref"),
     ],
 )
 async def test_rejections_carry_their_reason_no_id_and_never_the_text(
@@ -115,7 +129,9 @@ async def test_rejections_carry_their_reason_no_id_and_never_the_text(
 ) -> None:
     t = tenant()
     alice = api.auth(t, "alice")
-    answer = await http.post("/v1/memories", headers=alice, json=PREF | {"content": content} | fields)
+    # Only a system of record's own principal declares `system` (memwarden.identity.SOURCE_KINDS).
+    writer = api.auth(t, "crm", "system") if fields.get("source_kind") == "system" else alice
+    answer = await http.post("/v1/memories", headers=writer, json=PREF | {"content": content} | fields)
     assert answer.status_code == 200, answer.text
     body = answer.json()
     assert (body["decision"], body["reason"], body["memory_id"]) == ("REJECT", reason, None)

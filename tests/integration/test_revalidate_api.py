@@ -137,7 +137,8 @@ async def stack(tmp_path_factory: pytest.TempPathFactory, src: SourceServer) -> 
     data_dir = Path(tmp_path_factory.mktemp("revalidate-api"))
     (data_dir / "sources.toml").write_text(
         # programs: every read checks it (a freshness window of 0), as a volatile booking system would be.
-        sources_toml("programs", src.url, timeout_ms=PROGRAMS_TIMEOUT_MS, freshness_seconds=0)
+        # Its URL names the tenant and owner, so an agent may cite its records for the user it serves.
+        sources_toml("programs", src.scoped_url, timeout_ms=PROGRAMS_TIMEOUT_MS, freshness_seconds=0)
         # hr: a source that is not the designated system of record for what people tell us.
         + sources_toml("hr", src.url, timeout_ms=PROGRAMS_TIMEOUT_MS, system_of_record=False, principals=["svc-hr"])
     )
@@ -291,7 +292,10 @@ async def test_a_value_changed_at_read_is_replaced_by_the_source_value_never_bot
     assert holder is not None and holder.id == hit["memory_id"]  # the slot's one live value moved
     [event] = [e for e in await stack.audit(t, held.id) if e["operation"] == "revalidate"]
     assert event["reason"] == "changed" and event["details"]["new_memory_id"] == hit["memory_id"]
-    assert event["hash_before"] == held.content_hash and event["hash_after"] == content_hash(hit["content"])
+    # Content hashes in the log are keyed under the owner's key (memwarden.stores.content_keys).
+    keyed = stack.deps.store.content_keys.keyed
+    assert event["hash_before"] == await keyed(t, "alice", held.content_hash)
+    assert event["hash_after"] == await keyed(t, "alice", content_hash(hit["content"]))
     assert "C7" not in json.dumps(event) and "B12" not in json.dumps(event) and k not in json.dumps(event)
 
 

@@ -7,14 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from memwarden.records import RevalidationOutcome
+from memwarden.records import RevalidationOutcome, SourceRef
 from memwarden.stores.sources import (
     CONNECTOR_KINDS,
     SourceAnswer,
     SourceConfig,
     SourceRegistry,
     SourcesConfigError,
+    UnsafeKey,
     parse_sources,
+    record_url,
     register_connector_kind,
 )
 from tests.source_server import SourceServer, sources_toml
@@ -173,7 +175,7 @@ async def test_another_connector_kind_joins_through_the_registry() -> None:
             self.config = config
             self.closed = False
 
-        async def fetch(self, key: str, version: str | None) -> SourceAnswer:
+        async def fetch(self, key: str, version: str | None, *, tenant: str, owner: str) -> SourceAnswer:
             return SourceAnswer(outcome=U, reason="fixed", version=version)
 
         async def close(self) -> None:
@@ -190,3 +192,48 @@ async def test_another_connector_kind_joins_through_the_registry() -> None:
         assert isinstance(connector, Fixed) and connector.closed
     finally:
         CONNECTOR_KINDS.pop("fixed", None)
+
+
+def test_record_urls_keep_the_templates_path() -> None:
+    """Each value is one percent-encoded segment; `.`, `..` and empty values never reach the source."""
+    template = "http://127.0.0.1:9000/t/{tenant}/o/{owner}/records/{key}"
+    url = record_url(template, "a/b ?#%", tenant="acme", owner="agent:x")
+    assert url == "http://127.0.0.1:9000/t/acme/o/agent%3Ax/records/a%2Fb%20%3F%23%25"
+    for bad in ({"key": "."}, {"key": ".."}, {"key": ""}, {"key": "k", "tenant": ".."}, {"key": "k", "owner": "."}):
+        values = {"tenant": "acme", "owner": "alice"} | bad
+        key = values.pop("key")
+        with pytest.raises(UnsafeKey):
+            record_url(template, key, **values)
+    # Only the placeholders the template names are filled in.
+    assert record_url("http://h/records/{key}", "k") == "http://h/records/k"
+
+
+async def test_a_key_that_would_change_the_path_is_never_fetched(src: SourceServer) -> None:
+    reg = registry(src)
+    src.put("..", "synthetic: not a record", "v1")
+    try:
+        answer = await reg.fetch("programs", "..", None)
+        assert (answer.outcome, answer.reason) == (N, "unsafe_key")
+        assert src.state.paths == []
+    finally:
+        await reg.close()
+
+
+def test_who_may_vouch_for_a_source_ref() -> None:
+    reg = SourceRegistry(
+        [
+            SourceConfig(name="crm", url="http://h/t/{tenant}/o/{owner}/r/{key}"),
+            SourceConfig(name="hr", url="http://h/r/{key}", principals=("svc-hr",)),
+            SourceConfig(name="half", url="http://h/o/{owner}/r/{key}"),
+        ]
+    )
+
+    def vouch(system: str, key: str = "k", principal: str | None = None) -> str | None:
+        return reg.vouch(SourceRef(system=system, key=key), system_principal=principal, tenant="t1", owner="alice")
+
+    assert vouch("crm") is None  # scoped to tenant and owner: anyone in the tenant may cite it
+    assert vouch("hr") == "source_ref_not_vouched"
+    assert vouch("half") == "source_ref_not_vouched"  # owners of two tenants could share an id
+    assert vouch("hr", principal="svc-hr") is None
+    assert vouch("hr", principal="svc-crm") == "forbidden_source"
+    assert vouch("ledger") == "unknown_source"

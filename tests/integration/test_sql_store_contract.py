@@ -47,7 +47,7 @@ from memwarden.stores.sql import ConcurrencyConflict, SqlStore
 from memwarden.stores.sql_models import metadata
 from tests.conftest import service_url
 
-HEAD_REVISION = "0005_forget"
+HEAD_REVISION = "0006_subject_keys"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BASE = datetime(2026, 11, 30, 12, 0, 0, 123456, tzinfo=UTC)
 IST = timezone(timedelta(hours=5, minutes=30))
@@ -711,7 +711,6 @@ def audit_event(t: str, n: int, **overrides: Any) -> AuditEventIn:
         "reason": "user_explicit_preference",
         "at": BASE + timedelta(seconds=n, microseconds=n),
         "details": {"decision": "ADD", "n": n, "score": 0.5, "ids": ["x", "y"], "nested": {"b": 1, "a": None}},
-        "hash_after": content_hash(f"v{n}"),
     }
     fields.update(overrides)
     return AuditEventIn(**fields)

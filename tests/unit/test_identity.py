@@ -12,12 +12,13 @@ from memwarden.identity import (
     Principal,
     Role,
     agent_self_owner,
+    check_source_kind,
     mint_token,
     read_filter,
     verify_token,
     write_target,
 )
-from memwarden.records import Scope
+from memwarden.records import Scope, SourceKind
 
 SECRET = "s" * 48
 
@@ -91,6 +92,34 @@ def test_write_targets() -> None:
         write_target(lone, scope=Scope.USER, owner_id=None, store=None)
     with pytest.raises(Forbidden, match="role_cannot_write"):
         write_target(Principal(tenant="t1", sub="op", role=Role.OPERATOR), scope=Scope.USER, owner_id=None, store=None)
+    hr = Principal(tenant="t1", sub="svc-hr", role=Role.SYSTEM)
+    assert write_target(hr, scope=Scope.USER, owner_id="alice", store=None).owner_id == "alice"
+    with pytest.raises(Forbidden, match="owner_required"):
+        write_target(hr, scope=Scope.USER, owner_id=None, store=None)
+    with pytest.raises(Forbidden, match="system_writes_user_scope"):
+        write_target(hr, scope=Scope.AGENT, owner_id="alice", store=None)
+
+
+def test_the_source_kinds_a_role_may_declare() -> None:
+    """Trust comes from the token: only a system principal declares `system`, and it declares nothing else."""
+    by_role = {
+        role: Principal(tenant="t1", sub="x", role=role, agent="a" if role is Role.AGENT else None) for role in Role
+    }
+    for kind in SourceKind:
+        for role in (Role.USER, Role.AGENT):
+            if kind is SourceKind.SYSTEM:
+                with pytest.raises(Forbidden, match="source_kind_not_allowed"):
+                    check_source_kind(by_role[role], kind)
+            else:
+                check_source_kind(by_role[role], kind)
+        if kind is SourceKind.SYSTEM:
+            check_source_kind(by_role[Role.SYSTEM], kind)
+        else:
+            with pytest.raises(Forbidden, match="source_kind_not_allowed"):
+                check_source_kind(by_role[Role.SYSTEM], kind)
+        for role in (Role.OPERATOR, Role.PRIVACY):
+            with pytest.raises(Forbidden, match="role_cannot_write"):
+                check_source_kind(by_role[role], kind)
 
 
 names = st.text(alphabet="abcxyz", min_size=1, max_size=3)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import os
+import secrets
 from pathlib import Path
 
 import pytest
@@ -115,7 +116,7 @@ def test_production_refuses_to_start_without_a_required_setting(missing: str) ->
     values = {
         "profile": "production",
         "database_url": "postgresql+asyncpg://db/memwarden",
-        "auth_secret": "s" * 48,
+        "auth_secret": secrets.token_urlsafe(48),
         "codec_key": _b64(os.urandom(32)),
         "audit_signing_key": _b64(os.urandom(32)),
         "qdrant_url": "http://qdrant:6333",

@@ -27,6 +27,7 @@ from memwarden.audit_signing import CheckpointSigner
 from memwarden.config import Settings
 from memwarden.forget import subject_key
 from memwarden.stores.audit import Pseudonymizer
+from memwarden.stores.content_keys import ContentKeys
 from memwarden.stores.sql.claim_checks import ClaimChecks
 from memwarden.stores.sql.engine import MIGRATIONS_DIR, SqlEngine, create_engine
 from memwarden.stores.sql.memories import ConcurrencyConflict, MemoryRows, _mark_superseded
@@ -72,6 +73,8 @@ class SqlStore(MemoryRows, FilteredReads, ClaimChecks, OwnerSettings):
         self._signer = audit_signer
         self._checkpoint_every = checkpoint_every
         self._pseudonyms = audit_pseudonyms
+        self.content_keys = ContentKeys(self, audit_pseudonyms)
+        """Keys audit events' content hashes per subject (memwarden.stores.content_keys)."""
 
     @classmethod
     async def open(

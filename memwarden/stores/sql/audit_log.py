@@ -26,6 +26,7 @@ from memwarden.stores.audit import (
     Pseudonymizer,
     chain_hash,
 )
+from memwarden.stores.content_keys import ContentKeys
 from memwarden.stores.sql import statements as Q
 from memwarden.stores.sql.cursors import _decode_audit_cursor, _encode_cursor
 from memwarden.stores.sql.engine import SqlEngine
@@ -48,6 +49,7 @@ class AuditLog(SqlEngine):
     _signer: CheckpointSigner | None
     _checkpoint_every: int
     _pseudonyms: Pseudonymizer | None
+    content_keys: ContentKeys
 
     async def get_audit_event(self, event_id: str) -> AuditEvent | None:
         """One event by its id (a retried activity reads back the decision it recorded)."""
@@ -70,6 +72,7 @@ class AuditLog(SqlEngine):
 
     async def _append_audit(self, conn: AsyncConnection, event: AuditEventIn) -> None:
         """`append_audit` inside a transaction the caller holds (so a change and its event land together)."""
+        [event] = await self.content_keys.seal(conn, [event])
         if self._pseudonyms is not None:
             event = self._pseudonyms.event(event)
         await self._lock_audit(conn)
@@ -96,6 +99,7 @@ class AuditLog(SqlEngine):
         of memories records its events in a few round trips. Checkpoints land exactly where one-by-one
         appends would have put them. Returns how many events were new.
         """
+        events = await self.content_keys.seal(conn, events)
         if self._pseudonyms is not None:
             events = [self._pseudonyms.event(e) for e in events]
         a = audit_events.c
@@ -156,9 +160,9 @@ class AuditLog(SqlEngine):
         count = before + int(since or 0)
         checkpoint = self._signer.sign(seq=seq, head_hash=head_hash, event_count=count, prev_seq=prev_seq, at=_utcnow())
         await conn.execute(sa.insert(audit_checkpoints).values(**checkpoint.model_dump()))
-        # Logged (hashes only) so the newest signed head also lives outside the database: shipping
-        # these lines elsewhere anchors the tail that a database writer could otherwise truncate.
-        _log.info(
+        # Debug only: this transaction may still roll back. Heads are published, once committed, by
+        # memwarden.audit_heads (a file, the service log, an HTTP sink), which verification reads.
+        _log.debug(
             "audit checkpoint seq=%d head=%s count=%d key=%s sig=%s",
             seq,
             head_hash,
@@ -253,7 +257,11 @@ class AuditLog(SqlEngine):
         return result.ok, result.broken_seq
 
     async def verify_audit_chain(
-        self, verifier: CheckpointVerifier | None, *, require_every: int | None = None
+        self,
+        verifier: CheckpointVerifier | None,
+        *,
+        require_every: int | None = None,
+        published: Sequence[Checkpoint] = (),
     ) -> AuditVerification:
         """Walk every event and every checkpoint in order; name the first broken link.
 
@@ -262,7 +270,10 @@ class AuditLog(SqlEngine):
         at an existing event whose hash it names, counts the events up to it, points at the
         checkpoint before it, and carries a valid signature from a known key. `require_every`
         also fails a chain whose newest events went longer than that without a checkpoint (a
-        deleted checkpoint, or a writer that bypassed the signer).
+        deleted checkpoint, or a writer that bypassed the signer). `published` are the heads published
+        outside the database (memwarden.audit_heads): the chain must still hold each one, signed by a
+        known key, so a tail deleted or rewritten with the chain recomputed fails; the result says how
+        many events are past the newest.
         """
         a = audit_events.c
         checkpoints: list[Checkpoint] = []
@@ -272,6 +283,10 @@ class AuditLog(SqlEngine):
                 checkpoints = [Checkpoint.model_validate(dict(row)) for row in rows]
         pending = iter(checkpoints)
         next_cp = next(pending, None)
+        anchors: dict[int, Checkpoint] = {}
+        for head in published:
+            anchors.setdefault(head.seq, head)
+        last_anchor = 0
         prev_cp_seq = 0
         checked_cps = 0
         prev_hash = GENESIS_HASH
@@ -286,6 +301,7 @@ class AuditLog(SqlEngine):
                 broken_seq=seq,
                 reason=reason,
                 last_good_checkpoint=prev_cp_seq or None,
+                last_published_seq=last_anchor or None,
             )
 
         async with self._read() as conn:
@@ -309,6 +325,13 @@ class AuditLog(SqlEngine):
                     count += 1
                     prev_hash = row["hash"]
                     last_seq = seq
+                    anchor = anchors.get(seq)
+                    if anchor is not None:
+                        if anchor.head_hash != row["hash"]:
+                            return broken(seq, "published_head_mismatch")
+                        if verifier is not None and verifier.check(anchor) is not None:
+                            return broken(seq, "published_head_signature_invalid")
+                        last_anchor = seq
                     if next_cp is not None and next_cp.seq == seq:
                         reason = _checkpoint_problem(next_cp, row["hash"], count, prev_cp_seq, verifier)
                         if reason is not None:
@@ -320,6 +343,9 @@ class AuditLog(SqlEngine):
                     break
         if next_cp is not None:
             return broken(next_cp.seq, "events_missing_after_checkpoint")
+        beyond = [s for s in anchors if s > last_seq]
+        if beyond:
+            return broken(min(beyond), "events_missing_before_published_head")
         if require_every is not None and verifier is not None and last_seq - prev_cp_seq > require_every:
             return broken(last_seq, "checkpoint_missing")
         return AuditVerification(
@@ -329,6 +355,8 @@ class AuditLog(SqlEngine):
             head_seq=last_seq or None,
             head_hash=prev_hash if count else None,
             last_good_checkpoint=prev_cp_seq or None,
+            last_published_seq=last_anchor or None,
+            events_past_published=last_seq - last_anchor if anchors else None,
         )
 
 

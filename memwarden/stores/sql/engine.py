@@ -60,7 +60,7 @@ async def create_engine(url: str, *, schema: str | None = None) -> AsyncEngine:
             raise ValueError("SQLite needs a file path (in-memory databases are per-connection)")
         await asyncio.to_thread(_ensure_parent_dir, database)
         # Statements run on the event loop's thread unless they may wait (memwarden.stores.sqlite_inline).
-        engine = create_async_engine(sa_url, async_creator=inline_creator(database, durable=True))
+        engine = create_async_engine(sa_url, async_creator=inline_creator(database, durable=True), hide_parameters=True)
         event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
         event.listen(engine.sync_engine, "begin", _sqlite_on_begin)
     elif backend == "postgresql":
@@ -76,6 +76,7 @@ async def create_engine(url: str, *, schema: str | None = None) -> AsyncEngine:
             pool_pre_ping=True,
             pool_recycle=1800,
             connect_args=connect_args,
+            hide_parameters=True,  # a failed statement's exception must not carry content or a query
         )
     else:
         raise ValueError(f"unsupported database backend: {backend}")
