@@ -23,6 +23,7 @@ from urllib.parse import parse_qsl, unquote
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from api.problems import instance_of
 from api.token_prefetch import request_tokens
 from memwarden.identity import AuthError
 from memwarden.jwks import TokenVerifier
@@ -162,7 +163,7 @@ class InputGuardMiddleware:
 
 async def _refuse(send: Send, path: str, field: str, reason: str) -> None:
     """422 validation_failed; a body too deep to parse is 400 json_too_deep (as a parser failure is)."""
-    instance = path if not control_character(unquote(path)) else None
+    instance = instance_of(path) if not control_character(unquote(path)) else None
     status, code, title = (
         (400, "json_too_deep", "Bad Request")
         if reason == DEEP

@@ -6,6 +6,7 @@ errors name the field and the rule, not the value.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -78,6 +79,14 @@ def problem_response(
     return JSONResponse(body, status_code=status, media_type=PROBLEM_TYPE, headers=headers)
 
 
+_PATH_TOKEN = re.compile(r"^/codec/t/[^/]*")
+
+
+def instance_of(path: str) -> str:
+    """The path a problem names, without a bearer token that rides in it (the codec's browser form)."""
+    return _PATH_TOKEN.sub("/codec/t/~", path)
+
+
 def _field(loc: tuple[Any, ...] | list[Any]) -> str:
     # Only the first element says where (body, query, ...); a field may itself be named `query`.
     parts = [str(p) for p in loc]
@@ -96,7 +105,7 @@ def install(app: FastAPI) -> None:
             exc.status,
             exc.code,
             exc.detail,
-            instance=request.url.path,
+            instance=instance_of(request.url.path),
             errors=errors,
             extra=exc.extra,
             headers=exc.headers,
@@ -121,7 +130,7 @@ def install(app: FastAPI) -> None:
             status,
             "content_too_large" if too_long else "validation_failed",
             f"invalid field(s): {fields}",
-            instance=request.url.path,
+            instance=instance_of(request.url.path),
             errors=errors,
         )
 
@@ -129,9 +138,11 @@ def install(app: FastAPI) -> None:
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized"}.get(exc.status_code, "http_error")
         detail = exc.detail if isinstance(exc.detail, str) else TITLES.get(exc.status_code, "error")
-        return problem_response(exc.status_code, code, detail, instance=request.url.path, headers=exc.headers)
+        instance = instance_of(request.url.path)
+        return problem_response(exc.status_code, code, detail, instance=instance, headers=exc.headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         # The exception text may carry data; the response names only its class.
-        return problem_response(500, "internal_error", f"unexpected {type(exc).__name__}", instance=request.url.path)
+        detail = f"unexpected {type(exc).__name__}"
+        return problem_response(500, "internal_error", detail, instance=instance_of(request.url.path))

@@ -190,6 +190,12 @@ class Settings(BaseSettings):
         description="Retired base64 codec keys (JSON list), kept to decode history written before a rotation.",
     )
 
+    codec_accept_plaintext: bool = Field(
+        default=False,
+        description="Let workers read unencrypted payloads (history from before the codec); off, a plaintext "
+        "input or update sent straight to Temporal is refused.",
+    )
+
     max_content_chars: int = Field(default=4096, gt=0, description="Longest memory content accepted.")
     max_request_bytes: int = Field(default=64 * 1024, gt=0, description="Largest request body accepted.")
     default_k: int = Field(default=5, gt=0, description="Search results when the request gives no k.")

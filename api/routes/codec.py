@@ -1,34 +1,46 @@
-"""`POST /codec/decode` and `/codec/encode`: the Temporal UI's codec-server protocol, for operators.
+"""`POST /codec/decode`: the Temporal UI's codec-server protocol, for a tenant's operators.
 
-Workflow history holds only ciphertext (memwarden/temporal/codec.py). An operator who must read a history as
-audit evidence points the Temporal Web UI (or `temporal workflow show --codec-endpoint`) at this
-endpoint; it decrypts with the same `AesGcmCodec` the worker uses. The protocol: a JSON body
+Workflow history holds only ciphertext (memwarden/temporal/codec.py). An operator who must read a
+history as audit evidence points the Temporal Web UI (or `temporal workflow show --codec-endpoint`)
+at this endpoint; it decrypts with the same `AesGcmCodec` the worker uses. The protocol: a JSON body
 `{"payloads": [{"metadata": {"encoding": "<base64>"}, "data": "<base64>"}]}` (the protobuf JSON of
 `temporal.api.common.v1.Payloads`), answered in the same shape.
 
-Who: the `operator` role only, by bearer token; either in the `Authorization` header (the CLI's
-`--codec-auth`, or the UI's "pass access token"), or in the path, `/codec/t/<token>/decode`, for the
-browser UI, which cannot add headers of its own. Every decode is audited (counts, never payloads).
-The browser calls from the UI's origin, so CORS is allowed for `codec_cors_origins` on `/codec/` only.
+Tenant-bound: every payload is sealed bound to its tenant and workflow; only those of the caller's
+tenant are decrypted, the others (another tenant's, or a tenant the codec could not tell) come back
+as they were, still ciphertext. Each decode is audited in that tenant, per workflow, with the
+workflow id, its run id (the caller's `run_id` query parameter, else the latest run Temporal
+reports) and counts, never payloads.
+
+There is no `/encode`: the UI reads history without it, and a way to seal arbitrary payloads would
+let an operator forge inputs (a `settle` update for a pending write) the workers would accept.
+
+Who: the `operator` role only, by bearer token in the `Authorization` header (the CLI's
+`--codec-auth`, or the UI's "pass access token"); a token in the path, `/codec/t/<token>/decode`,
+for a browser UI that cannot add headers, is used only when no header is sent (a header wins), and
+never appears in a problem. The browser calls from the UI's origin, so CORS is allowed for
+`codec_cors_origins` on `/codec/` only.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+from collections import Counter
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Header, Request
+from fastapi import APIRouter, Body, Header, Query, Request
 from google.protobuf import json_format
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
-from temporalio.api.common.v1 import Payloads
+from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.service import RPCError
 
 from api.problems import Problem
 from api.state import State, get_principal
 from memwarden.identity import AuthError, Principal, Role
 from memwarden.stores.audit import AuditEventIn
-from memwarden.temporal.codec import AesGcmCodec, CodecError, key_id
+from memwarden.temporal.codec import ENCODING, AesGcmCodec, CodecError, binding, key_id
 
 router = APIRouter(prefix="/codec", tags=["codec"])
 
@@ -37,7 +49,8 @@ _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
 
 
 def _operator(request: Request, state: State, path_token: str | None) -> Principal:
-    if path_token is not None:
+    """The operator a request authenticates: its Authorization header when it sends one, else the path token."""
+    if path_token is not None and not request.headers.get("authorization"):
         try:
             principal = state.settings.token_verifier.verify(path_token)
         except AuthError:
@@ -97,27 +110,68 @@ def _codec(state: State) -> AesGcmCodec:
     return _CODECS[cache_key]
 
 
-async def _run(state: State, principal: Principal, body: Any, op: str, namespace: str | None) -> dict[str, Any]:
-    payloads = _parse(body)
-    codec = _codec(state)
+async def _run_id(state: State, workflow_id: str, asked: str | None) -> str | None:
+    if asked is not None or not workflow_id:
+        return asked
     try:
-        if op == "decode":
-            out = await codec.decode(list(payloads.payloads))
-        else:
-            out = await codec.encode(list(payloads.payloads))
-    except CodecError as exc:
-        raise Problem(422, "undecodable_payload", str(exc), field="payloads") from None
-    if op == "decode":
+        return (await state.temporal.get_workflow_handle(workflow_id).describe()).run_id
+    except RPCError:
+        return None
+
+
+async def _decode(
+    state: State, principal: Principal, body: Any, namespace: str | None, run_id: str | None
+) -> dict[str, Any]:
+    payloads = list(_parse(body).payloads)
+    codec = _codec(state)
+    out: list[Payload] = []
+    decoded: Counter[str] = Counter()
+    refused = 0
+    for payload in payloads:
+        bound = binding(payload)
+        if payload.metadata.get("encoding") != ENCODING:
+            out.append(payload)  # nothing sealed: nothing to open
+            continue
+        try:
+            [plain] = await codec.decode([payload])  # a payload that does not open is a 422, whoever's it is
+        except CodecError as exc:
+            raise Problem(422, "undecodable_payload", str(exc), field="payloads") from None
+        if bound is None or not bound[0] or bound[0] != codec.tenant_tag(principal.tenant):
+            refused += 1  # another tenant's, or one no tenant may read: returned as it came
+            out.append(payload)
+            continue
+        decoded[bound[1]] += 1
+        out.append(plain)
+    for workflow_id, count in sorted(decoded.items()):
         await state.store.append_audit(
             AuditEventIn(
                 tenant_id=principal.tenant,
                 actor=principal.actor,
                 operation="codec_decode",
                 reason="operator_read_history",
-                details={"payloads": len(out), "temporal_namespace": namespace},
+                workflow_id=workflow_id or None,
+                details={
+                    "payloads": count,
+                    "refused": refused,
+                    "run_id": await _run_id(state, workflow_id, run_id),
+                    "temporal_namespace": namespace,
+                },
+            )
+        )
+    if refused and not decoded:
+        await state.store.append_audit(
+            AuditEventIn(
+                tenant_id=principal.tenant,
+                actor=principal.actor,
+                operation="codec_decode",
+                reason="other_tenant_refused",
+                details={"payloads": 0, "refused": refused, "temporal_namespace": namespace},
             )
         )
     return json_format.MessageToDict(Payloads(payloads=out))
+
+
+_RUN_ID = Query(max_length=64, description="The run whose history this is (audited with it).")
 
 
 @router.post("/decode")
@@ -126,20 +180,10 @@ async def decode(
     state: State,
     body: Annotated[Any, Body()],
     x_namespace: Annotated[str | None, Header(max_length=256)] = None,
+    run_id: Annotated[str | None, _RUN_ID] = None,
 ) -> dict[str, Any]:
     principal = _operator(request, state, None)
-    return await _run(state, principal, body, "decode", x_namespace)
-
-
-@router.post("/encode")
-async def encode(
-    request: Request,
-    state: State,
-    body: Annotated[Any, Body()],
-    x_namespace: Annotated[str | None, Header(max_length=256)] = None,
-) -> dict[str, Any]:
-    principal = _operator(request, state, None)
-    return await _run(state, principal, body, "encode", x_namespace)
+    return await _decode(state, principal, body, x_namespace, run_id)
 
 
 @router.post("/t/{token}/decode", include_in_schema=False)
@@ -149,21 +193,10 @@ async def decode_with_path_token(
     state: State,
     body: Annotated[Any, Body()],
     x_namespace: Annotated[str | None, Header(max_length=256)] = None,
+    run_id: Annotated[str | None, _RUN_ID] = None,
 ) -> dict[str, Any]:
     principal = _operator(request, state, token)
-    return await _run(state, principal, body, "decode", x_namespace)
-
-
-@router.post("/t/{token}/encode", include_in_schema=False)
-async def encode_with_path_token(
-    token: str,
-    request: Request,
-    state: State,
-    body: Annotated[Any, Body()],
-    x_namespace: Annotated[str | None, Header(max_length=256)] = None,
-) -> dict[str, Any]:
-    principal = _operator(request, state, token)
-    return await _run(state, principal, body, "encode", x_namespace)
+    return await _decode(state, principal, body, x_namespace, run_id)
 
 
 class CodecCORSMiddleware:

@@ -25,6 +25,6 @@ def data_converter(settings: Settings, *, old_keys: Mapping[str, bytes] | None =
         old_keys = {key_id(k): k for k in settings.codec_old_key_bytes}
     return dataclasses.replace(
         pydantic_data_converter,
-        payload_codec=AesGcmCodec(settings.codec_key_bytes, old_keys),
+        payload_codec=AesGcmCodec(settings.codec_key_bytes, old_keys, accept_plaintext=settings.codec_accept_plaintext),
         failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
     )

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from temporalio.api.common.v1 import Payload
 
 from memwarden.config import Settings
-from memwarden.temporal.codec import ENCODING, KEY_ID_METADATA, AesGcmCodec, CodecError, key_id
+from memwarden.temporal.codec import ENCODING, KEY_ID_METADATA, REFUSED_ENCODING, AesGcmCodec, CodecError, key_id
 from memwarden.temporal.converter import data_converter
 
 SECRET = b"my bank PIN is 4921 and I live at 12 Elm Street"
@@ -77,10 +77,15 @@ async def test_old_key_decodes_after_rotation() -> None:
         await AesGcmCodec(old).decode([written_after])
 
 
-async def test_unencrypted_payloads_pass_through_decode() -> None:
-    codec = AesGcmCodec(_key())
+async def test_unencrypted_payloads_are_refused_unless_history_predates_the_codec() -> None:
+    """A plaintext input or update sent straight to Temporal is not acted on; old history reads on opt-in."""
     legacy = [_plain(), Payload(metadata={"encoding": b"binary/null"}), Payload()]
-    assert await codec.decode(legacy) == legacy
+    refused = await AesGcmCodec(_key()).decode(legacy)
+    assert refused == [Payload(metadata={"encoding": REFUSED_ENCODING})] * 3  # the plaintext is dropped
+    converter = data_converter(Settings(codec_key=base64.b64encode(_key()).decode()))
+    with pytest.raises(KeyError, match="refused-unencrypted"):
+        converter.payload_converter.from_payloads(refused[:1])  # nothing reads it: the input is rejected
+    assert await AesGcmCodec(_key(), accept_plaintext=True).decode(legacy) == legacy
 
 
 def test_bad_keys_rejected() -> None:
