@@ -17,7 +17,6 @@ from api.routes import settings as settings_routes
 from api.state import ApiState
 from api.telemetry import metrics_router
 from api.token_prefetch import TokenPrefetchMiddleware
-from api.usage import LastUsedRecorder
 from memwarden.config import Settings
 from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import SqlStore, open_store
@@ -38,13 +37,11 @@ def create_app(
         own_store = store is None
         sql = store or await open_store(settings)
         client = temporal or await connect(settings)
-        usage = LastUsedRecorder(sql)
         sources = SourceRegistry.from_file(settings.sources_path)  # configs only: the API never fetches
-        app.state.mw = ApiState(settings=settings, store=sql, temporal=client, usage=usage, sources=sources)
+        app.state.mw = ApiState(settings=settings, store=sql, temporal=client, sources=sources)
         try:
             yield
         finally:
-            await usage.close()
             if own_store:
                 await sql.close()
 

@@ -10,7 +10,6 @@ from fastapi import Depends, Request
 from temporalio.client import Client
 
 from api.problems import Problem
-from api.usage import LastUsedRecorder
 from memwarden.config import Settings
 from memwarden.forget import subject_key
 from memwarden.identity import AuthError, Principal, Role
@@ -25,8 +24,6 @@ class ApiState:
     settings: Settings
     store: SqlStore
     temporal: Client
-    usage: LastUsedRecorder | None = None
-    """Batches `last_used_at` writes off the read path (started by the app's lifespan)."""
     sources: SourceRegistry | None = None
     """Systems of record (sources.toml): which system principal may post events for which source."""
 

@@ -82,7 +82,13 @@ async def search(state: State, caller: Caller, body: Annotated[SearchIn, Body()]
     # held back) and the parked query dropped, so an answer never leaves without its audit row.
     try:
         loaded = await state.store.answer_search(
-            rf, list(scores), now, audit, drop_candidate=query_ref, settings_owner=caller.subject_owner
+            rf,
+            list(scores),
+            now,
+            audit,
+            drop_candidate=query_ref,
+            settings_owner=caller.subject_owner,
+            served=lambda found: [r.id for r in settle(found)[0]],
         )
     except BaseException:
         with contextlib.suppress(Exception):  # the candidate sweep drops it otherwise
@@ -109,8 +115,6 @@ async def search(state: State, caller: Caller, body: Annotated[SearchIn, Body()]
         )
         for r, f in entries
     ]
-    if records and state.usage is not None:
-        state.usage.record(caller.tenant, [r.id for r in records], now)  # written later, in a batch
     return SearchOut(
         results=results,
         withheld=[{"memory_id": w["memory_id"], "reason": w["reason"]} for w in result.withheld],

@@ -36,6 +36,7 @@ from memwarden.stores.sql.rows import (
     _select_by_id_or_key,
     _select_by_key,
     _select_memory,
+    _touch_last_used,
     live_slot_key,
     slot_key,
 )
@@ -393,15 +394,8 @@ class MemoryRows(AuditLog):
         """Record that these memories were just returned (recency ranking and retention use it)."""
         if not ids:
             return
-        m = memories.c
         async with self._write() as conn:
-            await conn.execute(
-                sa.update(memories)
-                .where(
-                    m.tenant_id.concat("") == tenant_id, m.id.in_(list(ids))
-                )  # by primary key: see _bound_filter_clause
-                .values(last_used_at=at)
-            )
+            await _touch_last_used(conn, tenant_id, ids, at)
 
 
 async def _mark_superseded(conn: AsyncConnection, holder: MemoryRecord, *, by: str, at: datetime) -> bool:

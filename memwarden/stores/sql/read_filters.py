@@ -22,7 +22,7 @@ from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.sql import statements as Q
 from memwarden.stores.sql.audit_log import AuditLog
 from memwarden.stores.sql.cursors import _decode_memory_cursor, _encode_cursor, _iso
-from memwarden.stores.sql.rows import _CHUNK, _chunks, _records_by_ids, _row_to_record
+from memwarden.stores.sql.rows import _CHUNK, _chunks, _records_by_ids, _row_to_record, _touch_last_used
 from memwarden.stores.sql_models import memories
 
 
@@ -97,6 +97,7 @@ class FilteredReads(AuditLog):
         *,
         drop_candidate: str | None = None,
         settings_owner: str | None = None,
+        served: Callable[[list[MemoryRecord]], Sequence[str]] | None = None,
     ) -> list[MemoryRecord] | None:
         """`eligible`, its read event and the query's claim check dropped, in one write transaction.
 
@@ -105,6 +106,9 @@ class FilteredReads(AuditLog):
         chained and the parked query dropped at once, so an answer never exists without its audit row
         (if the append fails, nothing is returned) and the audit never lists what was not read.
         `audit` builds the event from the records found (ids only, never content).
+
+        `served`: the ids this answer hands out, from the records found; their `last_used_at` is set to
+        `now` in the same transaction, so a use is recorded exactly when its read is audited.
 
         `settings_owner`: the person served; when they have switched memory off, nothing is read
         or audited and None is returned (the query is still dropped). Checked here, in the same
@@ -120,6 +124,8 @@ class FilteredReads(AuditLog):
                     return None
             records = await _eligible_records(conn, read_filter, ids, now)
             await self._append_audit(conn, audit(records))
+            if served is not None:
+                await _touch_last_used(conn, read_filter.tenant_id, served(records), now)
             if drop_candidate is not None:
                 await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
         return records

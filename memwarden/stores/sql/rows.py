@@ -23,6 +23,17 @@ _CHUNK = 500
 _RECORD_FIELDS: tuple[str, ...] = tuple(MemoryRecord.model_fields)
 
 
+async def _touch_last_used(conn: AsyncConnection, tenant_id: str, ids: Sequence[str], at: datetime) -> None:
+    """Record that these memories were just returned (recency ranking and retention use it); never an edit."""
+    m = memories.c
+    for chunk in _chunks(list(ids), _CHUNK):
+        await conn.execute(
+            sa.update(memories)
+            .where(m.tenant_id.concat("") == tenant_id, m.id.in_(chunk))  # by primary key: see _bound_filter_clause
+            .values(last_used_at=at)
+        )
+
+
 async def _select_memory(conn: AsyncConnection, tenant_id: str, memory_id: str) -> MemoryRecord | None:
     row = (await conn.execute(Q.MEMORY_BY_ID, {"tenant_id": tenant_id, "id": memory_id})).mappings().first()
     return _row_to_record(row) if row is not None else None
