@@ -184,24 +184,34 @@ def corpus() -> dict[str, Any]:
 
 
 def worst_case_ms() -> dict[str, float]:
-    """`assess` and `screen` at the maximum content size, on the shapes that used to be slow (thread CPU time)."""
+    """`assess` and `screen` at the maximum content size, on the shapes that were slowest (thread CPU time,
+    best of three, each call from cold per-text caches as a new candidate's text finds them)."""
     from memwarden.config import Settings
 
     n = Settings().max_content_chars
-    shapes = {"newlines then '!'": "\n" * (n - 1) + "!", "'a-' repeated": "a-" * (n // 2),
-              "'a ' repeated": "a " * (n // 2), "'<!--' repeated": "<!--" * (n // 4),
-              "'the user ' repeated": ("the user " * n)[:n], "'/' repeated": "/" * n, "'/1' repeated": "/1" * (n // 2),
-              "'1.' repeated": "1." * (n // 2), "'1-' repeated": "1-" * (n // 2),
-              "'ignore ' repeated": ("ignore " * n)[:n]}  # fmt: skip
+
+    def run(unit: str) -> str:
+        return (unit * (n // len(unit) + 1))[:n]
+
+    units = ["a-", "a ", "a.", "a\n", "a:", "<!--", "the user ", "send ", "/", "/1", "1.", "12.", "1-", "ignore "]
+    shapes = {"newlines then '!'": "\n" * (n - 1) + "!"} | {f"{u!r} repeated": run(u) for u in units}
     out = {}
     for name, text in shapes.items():
         for label, fn in (
             ("assess", lambda t: assess(t)),
             ("screen", lambda t: screen(t, source_kind="tool", budget_s=60)),
         ):
-            best = min(_thread_ms(fn, text) for _ in range(3))
+            best = min(_cold_thread_ms(fn, text) for _ in range(3))
             out[f"{label}: {name}"] = best
     return out
+
+
+def _cold_thread_ms(fn: Callable[[str], object], text: str) -> float:
+    from memwarden.detect import _prefilter, _text, pii
+
+    for cached in (_text.normalise, _text.normalise_spaced, _prefilter.grams, _prefilter._folded, pii._is_global_ip):
+        cached.cache_clear()
+    return _thread_ms(fn, text)
 
 
 def _thread_ms(fn: Callable[[str], object], text: str) -> float:
