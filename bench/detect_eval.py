@@ -184,24 +184,34 @@ def corpus() -> dict[str, Any]:
 
 
 def worst_case_ms() -> dict[str, float]:
-    """`assess` and `screen` at the maximum content size, on the shapes that used to be slow (thread CPU time)."""
+    """`assess` and `screen` at the maximum content size, on the shapes that were slowest (thread CPU time,
+    best of three, each call from cold per-text caches as a new candidate's text finds them)."""
     from memwarden.config import Settings
 
     n = Settings().max_content_chars
-    shapes = {"newlines then '!'": "\n" * (n - 1) + "!", "'a-' repeated": "a-" * (n // 2),
-              "'a ' repeated": "a " * (n // 2), "'<!--' repeated": "<!--" * (n // 4),
-              "'the user ' repeated": ("the user " * n)[:n], "'/' repeated": "/" * n, "'/1' repeated": "/1" * (n // 2),
-              "'1.' repeated": "1." * (n // 2), "'1-' repeated": "1-" * (n // 2),
-              "'ignore ' repeated": ("ignore " * n)[:n]}  # fmt: skip
+
+    def run(unit: str) -> str:
+        return (unit * (n // len(unit) + 1))[:n]
+
+    units = ["a-", "a ", "a.", "a\n", "a:", "<!--", "the user ", "send ", "/", "/1", "1.", "12.", "1-", "ignore "]
+    shapes = {"newlines then '!'": "\n" * (n - 1) + "!"} | {f"{u!r} repeated": run(u) for u in units}
     out = {}
     for name, text in shapes.items():
         for label, fn in (
             ("assess", lambda t: assess(t)),
             ("screen", lambda t: screen(t, source_kind="tool", budget_s=60)),
         ):
-            best = min(_thread_ms(fn, text) for _ in range(3))
+            best = min(_cold_thread_ms(fn, text) for _ in range(3))
             out[f"{label}: {name}"] = best
     return out
+
+
+def _cold_thread_ms(fn: Callable[[str], object], text: str) -> float:
+    from memwarden.detect import _prefilter, _text, pii
+
+    for cached in (_text.normalise, _text.normalise_spaced, _prefilter.grams, _prefilter._folded, pii._is_global_ip):
+        cached.cache_clear()
+    return _thread_ms(fn, text)
 
 
 def _thread_ms(fn: Callable[[str], object], text: str) -> float:
@@ -211,13 +221,15 @@ def _thread_ms(fn: Callable[[str], object], text: str) -> float:
 
 
 def latency(samples: list[str], repeats: int = 3) -> dict[str, float]:
+    """Per screening, this thread's CPU time: the detectors are single-threaded CPU work, so on a quiet
+    machine it is the wall time, and on a shared one it is not inflated by the neighbours' load."""
     timings = []
     for r in range(repeats):
         for i, text in enumerate(samples):
             candidate = f"{text} ({r}.{i})"  # defeat caches: every call screens a new string
-            start = time.perf_counter()
+            start = time.thread_time()
             screen(candidate, source_kind="tool")
-            timings.append((time.perf_counter() - start) * 1000)
+            timings.append((time.thread_time() - start) * 1000)
     timings.sort()
     return {"p50_ms": statistics.median(timings), "p95_ms": timings[int(0.95 * (len(timings) - 1))], "n": len(timings)}
 
@@ -311,7 +323,7 @@ def markdown(report: dict[str, Any], *, errors: bool = False) -> str:
         out.append("")
 
     t, a = report["latency_typical_200_chars"], report["latency_labelled_texts"]
-    table(["screen() latency", "p50 ms", "p95 ms"],
+    table(["screen() latency (thread CPU)", "p50 ms", "p95 ms"],
           [[f"typical {len(TYPICAL)}-char candidate", f"{t['p50_ms']:.2f}", f"{t['p95_ms']:.2f}"],
            [f"labelled texts (n={a['n']})", f"{a['p50_ms']:.2f}", f"{a['p95_ms']:.2f}"]])  # fmt: skip
     table(["worst case at the maximum content size", "CPU ms"],

@@ -38,6 +38,7 @@ from functools import lru_cache
 
 import regex as re
 
+from memwarden.detect._prefilter import Prefilter, required_literals
 from memwarden.detect._text import (
     NO_DEADLINE_S,
     Deadline,
@@ -1234,6 +1235,12 @@ def _compiled() -> tuple[tuple[str, float, re.Pattern[str], int], ...]:
     return tuple((code, w, re.compile(p, re.IGNORECASE), flags) for code, w, p, flags in RULES)
 
 
+@lru_cache(maxsize=1)
+def _prefilter() -> Prefilter:
+    """The words each rule needs, read off its pattern: a rule whose words a view lacks is not run on it."""
+    return Prefilter([required_literals(p) for _, _, p, _ in RULES])
+
+
 def _quoted(view: str, m: re.Match[str]) -> bool:
     before = view[max(0, m.start() - 2) : m.start()]
     after = view[m.end() : m.end() + 3]
@@ -1252,8 +1259,8 @@ def _score_view(
 ) -> dict[str, float]:
     """Per signal, the sum of weights of the distinct rules that fired (each rule counts once)."""
     hits: dict[str, float] = {}
-    for code, weight, pattern, flags in _compiled():
-        if strong_only and not flags & STRONG:
+    for (code, weight, pattern, flags), possible in zip(_compiled(), _prefilter().possible(view), strict=True):
+        if not possible or (strong_only and not flags & STRONG):
             continue
         m = _search(pattern, view, deadline)
         if m is None:
@@ -1366,10 +1373,13 @@ def assess(content: str, deadline: Deadline | None = None) -> InstructionVerdict
 
     # Interactions: an imperative is ordinary in an e-mail, but not after the text has addressed the model,
     # and not when it acts on "the user" in the third person (the reader is the user's agent).
-    if _search(_IMPERATIVE, view, deadline):
-        if hits.get("addressed_to_ai", 0.0) >= 0.4 or hits.get("role_marker", 0.0) >= 0.3:
+    # (The cheap conditions first: the imperative scan runs only when one of them holds.)
+    to_ai = hits.get("addressed_to_ai", 0.0) >= 0.4 or hits.get("role_marker", 0.0) >= 0.3
+    about_user = _search(_THE_USER, view, deadline) is not None
+    if (to_ai or about_user) and _search(_IMPERATIVE, view, deadline):
+        if to_ai:
             hits["imperative_to_ai"] = ADDRESSED_IMPERATIVE
-        if _search(_THE_USER, view, deadline):
+        if about_user:
             hits["imperative_about_user"] = USER_IMPERATIVE
 
     score = round(sum(hits.values()), 3)
@@ -1380,6 +1390,7 @@ def assess(content: str, deadline: Deadline | None = None) -> InstructionVerdict
 
 
 def warm_up() -> None:
-    """Compile every rule now (~0.1 s), not on the first candidate."""
+    """Compile every rule and read its words now (~0.1 s), not on the first candidate."""
     _compiled()
+    _prefilter()
     _IMPERATIVE.search("warm up")

@@ -22,13 +22,16 @@ presidio is imported lazily (it imports spaCy the library: ~1 s); call `warm_up(
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import re
 import threading
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
+from memwarden.detect._prefilter import Prefilter, pattern_literals
 from memwarden.detect._text import strip_invisible
 
 
@@ -256,13 +259,17 @@ def _build_analyzer() -> Any:
         def __init__(self, entity: str, patterns: list[tuple[str, float]]) -> None:
             super().__init__(supported_entities=[entity], name=f"memwarden_{entity.lower()}", supported_language="en")
             self._patterns = [(re.compile(p), s) for p, s in patterns]
+            self._words = Prefilter([pattern_literals(p) for p, _ in self._patterns])
+            """A pattern whose words a text lacks cannot match it, and is not run (`_prefilter`)."""
 
         def load(self) -> None:
             return None
 
         def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[Any]:
             out = []
-            for pattern, score in self._patterns:
+            for (pattern, score), possible in zip(self._patterns, self._words.possible(text), strict=True):
+                if not possible:
+                    continue
                 for m in pattern.finditer(text):
                     span = m.span("v") if "v" in pattern.groupindex else m.span()
                     if self.supported_entities[0] == "STREET_ADDRESS" and _ANGLO_NOT.search(m.group(0)):
@@ -326,12 +333,18 @@ def _build_analyzer() -> Any:
 
         def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[Any]:
             results: dict[tuple[int, int], Any] = {}
+            read: dict[str, list[Any]] = {}  # window text -> its results: a repeated window is read once
             candidates = (m for m in _PHONE_CANDIDATE.finditer(text) if _digits(m.group(0)) >= _PHONE_MIN_DIGITS)
             for n, m in enumerate(candidates):
                 if n >= _MAX_PHONE_WINDOWS:
                     break
                 lo, hi = max(0, m.start() - _PHONE_WINDOW_PAD), min(len(text), m.end() + _PHONE_WINDOW_PAD)
-                for r in super().analyze(text[lo:hi], entities, nlp_artifacts):
+                window = text[lo:hi]
+                if window not in read:
+                    read[window] = list(super().analyze(window, entities, nlp_artifacts))
+                for found in read[window]:
+                    r = copy.copy(found)
+                    r.recognition_metadata = dict(found.recognition_metadata)
                     r.start += lo
                     r.end += lo
                     results.setdefault((r.start, r.end), r)
@@ -410,13 +423,18 @@ def _keep(text: str, entity: str, start: int, end: int) -> bool:
         return not _NOT_A_PHONE_BEFORE.search(text[max(0, start - 32) : start])
     if entity != "IP_ADDRESS":
         return True
-    try:
-        address = ipaddress.ip_address(text[start:end].strip("[]"))
-    except ValueError:
-        return False
-    if not address.is_global:
+    if not _is_global_ip(text[start:end].strip("[]")):
         return False
     return not _VERSION_BEFORE.search(text[max(0, start - 16) : start])
+
+
+@lru_cache(maxsize=1024)
+def _is_global_ip(candidate: str) -> bool:
+    """Parsed once per distinct string: a run of one address repeated offers the same string hundreds of times."""
+    try:
+        return ipaddress.ip_address(candidate).is_global
+    except ValueError:
+        return False
 
 
 def find_pii(content: str, *, entities: frozenset[str] | None = None) -> list[PiiFinding]:

@@ -33,10 +33,11 @@ import importlib
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from memwarden.detect._prefilter import Prefilter, any_of, pattern_literals
 from memwarden.detect._text import normalise, smuggled_tags
 
 # detect-secrets plugin class -> our code. Codes are stable: the gate and audit events carry them.
@@ -330,12 +331,49 @@ def _scan_entropy(text: str) -> set[str]:
     return set()
 
 
-def _scan_plugins(lines: Iterable[str]) -> set[str]:
+def _plugin_patterns(plugin: Any) -> list[Any] | None:
+    """The patterns a plugin's `analyze_string` searches, when we know it searches only those (then a line
+    holding none of their words cannot give a finding); None otherwise."""
+    from detect_secrets.plugins import keyword
+    from detect_secrets.plugins.base import RegexBasedDetector
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+
+    method = type(plugin).analyze_string
+    if isinstance(plugin, RegexBasedDetector) and method in (
+        RegexBasedDetector.analyze_string,
+        JwtTokenDetector.analyze_string,  # the base's matches, filtered
+    ):
+        return list(plugin.denylist)
+    if isinstance(plugin, keyword.KeywordDetector) and method is keyword.KeywordDetector.analyze_string:
+        return list(keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP)  # what it searches when given no file type
+    return None
+
+
+@lru_cache(maxsize=1)
+def _plugin_prefilter() -> Prefilter:
+    """Per plugin, the words one of its patterns needs (`_prefilter`): a text without them skips the plugin."""
+    words = []
+    for _, plugin in _plugins():
+        patterns = _plugin_patterns(plugin)
+        words.append(None if patterns is None else any_of(pattern_literals(p) for p in patterns))
+    return Prefilter(words)
+
+
+@lru_cache(maxsize=1)
+def _extra_prefilter() -> Prefilter:
+    """The words each of our own patterns needs, and (last) the prose pattern's."""
+    return Prefilter([*(pattern_literals(p) for _, p in _extra_patterns()), pattern_literals(_PROSE)])
+
+
+def _scan_plugins(text: str) -> set[str]:
     from detect_secrets.filters.heuristic import is_potential_uuid, is_sequential_string, is_templated_secret
 
     found: set[str] = set()
-    plugins = _plugins()
-    for line in lines:
+    possible = _plugin_prefilter().possible(text)
+    plugins = [plugin for plugin, may_match in zip(_plugins(), possible, strict=True) if may_match]
+    if not plugins:
+        return found
+    for line in dict.fromkeys(text.splitlines()):  # each distinct line once: a finding is per text, not per line
         if not line.strip():
             continue
         for code, plugin in plugins:
@@ -384,7 +422,9 @@ def _scan_cloud_secret(text: str) -> set[str]:
     return set()
 
 
-_SEED_WORD = re.compile(r"[a-z]+")
+_SEED_WORD = re.compile(r"(?<![a-z])[a-z]{3,8}(?![a-z])")
+"""Words of a wordlist's length (BIP-39 words have 3 to 8 letters): a longer or shorter word breaks a run
+all the same, because it is left in the gap to the next word, which is then no separator."""
 _SEED_SEPARATOR = re.compile(r"[\s,;|\-]*(?:\d{1,2}[.):]?[\s,;|\-]*)?")
 _SEED_LENGTHS = (24, 21, 18, 15, 12)
 _WALLET_WORDS = re.compile(
@@ -456,11 +496,13 @@ def find_secrets(content: str) -> list[str]:
     hidden = smuggled_tags(content)
     if hidden:
         text = f"{text}\n{hidden}"
-    found = _scan_plugins(text.splitlines())
-    for code, pattern in _extra_patterns():
-        if code not in found and pattern.search(text):
+    found = _scan_plugins(text)
+    *extra, prose = _extra_prefilter().possible(text)
+    for (code, pattern), possible in zip(_extra_patterns(), extra, strict=True):
+        if possible and code not in found and pattern.search(text):
             found.add(code)
-    found |= _scan_prose(text)
+    if prose:
+        found |= _scan_prose(text)
     found |= _scan_cloud_secret(text)
     found |= _scan_seed_phrase(text)
     if not found:
@@ -472,5 +514,7 @@ def warm_up() -> None:
     """Build the plugin instances and compile every pattern now, not on the first candidate."""
     _plugins()
     _extra_patterns()
+    _plugin_prefilter()
+    _extra_prefilter()
     _bip39()
     find_secrets("warm up: password is x9y8z7 and ghp_" + "a1" * 18)

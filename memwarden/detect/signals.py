@@ -29,9 +29,11 @@ Every pattern is anchored or bounded, and each clause is looked at once: linear 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import regex as re
 
+from memwarden.detect._prefilter import Prefilter, any_of, pattern_literals
 from memwarden.detect._text import normalise
 from memwarden.records import SourceKind
 
@@ -166,9 +168,23 @@ def _one_clause(clause: str, *, reported: bool) -> tuple[bool, bool]:
     return _IMPERATIVE.match(rest) is not None, scoped
 
 
+@lru_cache(maxsize=1)
+def _direction_words() -> Prefilter:
+    """What a clause needs to be read as a direction: a word of `_REQUEST`, of `_WANTS` or of `_IMPERATIVE`
+    (each is searched in the clause or a part of it). A text holding none of them gives no directions."""
+    return Prefilter([any_of(pattern_literals(p) for p in (_REQUEST, _WANTS, _IMPERATIVE))])
+
+
 def directions(content: str) -> Directions:
     """Which directions to the agent `content` gives, and whether they outlast the task at hand."""
     view = normalise(content)
+    if not _direction_words().possible(view)[0]:
+        return Directions()
+    return _read_directions(view)
+
+
+def _read_directions(view: str) -> Directions:
+    """`directions` of a normalised view, every clause read (no prefilter)."""
     speaker = _SPEAKER.match(view)
     reported = speaker is not None and speaker.group(1).split()[0].lower() not in _ROLE_WORDS
     if speaker is not None and not reported:
@@ -184,6 +200,7 @@ def directions(content: str) -> Directions:
             continue
         durable = True
         scoped_all = False
+        break  # one durable direction decides all three flags: the clauses after it cannot change them
     return Directions(directive=found, durable=durable, task_scoped=found and scoped_all)
 
 
@@ -241,11 +258,19 @@ _TOPICAL = re.compile(
 _TOOLISH = frozenset({SourceKind.TOOL, SourceKind.APP, SourceKind.SYSTEM})
 
 
+@lru_cache(maxsize=1)
+def _failure_words() -> Prefilter:
+    return Prefilter([pattern_literals(_FAIL_STRONG), pattern_literals(_FAIL_WEAK)])
+
+
 def is_failed_tool_output(content: str, *, source_kind: SourceKind | str = SourceKind.TOOL) -> bool:
     """True if `content` is (or quotes) the output of a failed tool call: never worth remembering."""
     view = normalise(content)
-    if _FAIL_STRONG.search(view):
+    strong, weak = _failure_words().possible(view)
+    if strong and _FAIL_STRONG.search(view):
         return True
+    if not weak:
+        return False
     toolish = SourceKind(source_kind) in _TOOLISH
     weight = 0.0
     for m in _FAIL_WEAK.finditer(view):
@@ -257,3 +282,9 @@ def is_failed_tool_output(content: str, *, source_kind: SourceKind | str = Sourc
         if weight >= 1.0:
             return True
     return False
+
+
+def warm_up() -> None:
+    """Read the words the prefilters need now, not on the first candidate."""
+    _direction_words()
+    _failure_words()
