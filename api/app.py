@@ -12,7 +12,20 @@ from api import problems
 from api.input_guard import InputGuardMiddleware
 from api.limits import BodyLimitMiddleware
 from api.me import routes as me_routes
-from api.routes import audit, codec, correct, events, export, forget, health, memories, retention, search
+from api.routes import (
+    audit,
+    codec,
+    correct,
+    events,
+    export,
+    forget,
+    health,
+    memories,
+    moderation,
+    remediation,
+    retention,
+    search,
+)
 from api.routes import settings as settings_routes
 from api.state import ApiState
 from api.telemetry import metrics_router
@@ -67,6 +80,8 @@ def create_app(
         app.include_router(metrics_router)
     app.add_middleware(codec.CodecCORSMiddleware, origins=settings.codec_cors_origins)
     app.include_router(forget.router)
+    app.include_router(remediation.router)
+    app.include_router(moderation.router)
     app.include_router(export.router)
     app.include_router(me_routes.router)
     me_routes.mount_static(app)

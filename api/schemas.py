@@ -39,6 +39,12 @@ class SearchIn(BaseModel):
         default=None, description="Only memories at or below this sensitivity (public < low < ... < restricted)."
     )
     consequence: Consequence = Consequence.LOW
+    session: str | None = Field(
+        default=None,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9_.:-]+$",
+        description="The conversation session asking (an id): recorded with the read, for blast-radius reviews.",
+    )
 
 
 class SearchResultOut(BaseModel):

@@ -14,6 +14,7 @@ from activities.deps import Deps
 from activities.forget import ForgetActivities
 from activities.indexing import reconcile_index
 from activities.memory import MemoryActivities
+from activities.remediation import RemediationActivities
 from activities.remember import RememberActivities
 from activities.replicas import ReplicaActivities
 from activities.retention import RetentionActivities
@@ -85,6 +86,7 @@ def build_worker(client: Client, deps: Deps) -> Worker:
         *ReplicaActivities(deps).all(),
         *RetentionActivities(deps).all(),
         *RevalidateActivities(deps).all(),
+        *RemediationActivities(deps).all(),
     ]
     return Worker(
         client,

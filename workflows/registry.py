@@ -3,6 +3,7 @@
 from workflows.forget import ForgetWorkflow
 from workflows.health import HealthWorkflow
 from workflows.pending import PendingWriteWorkflow
+from workflows.remediation import RevertWorkflow, RollbackWorkflow
 from workflows.remember import RememberWorkflow
 from workflows.retention import RetentionWorkflow
 from workflows.retrieve import RetrieveWorkflow
@@ -20,6 +21,8 @@ ALL_WORKFLOWS = [
     RevalidateWorkflow,
     InvalidateWorkflow,
     PeriodicRevalidationWorkflow,
+    RevertWorkflow,
+    RollbackWorkflow,
 ]
 
 __all__ = [
@@ -33,5 +36,7 @@ __all__ = [
     "RetentionWorkflow",
     "RetrieveWorkflow",
     "RevalidateWorkflow",
+    "RevertWorkflow",
+    "RollbackWorkflow",
     "SummarizeWorkflow",
 ]

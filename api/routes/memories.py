@@ -35,6 +35,7 @@ from memwarden.records import (
     ReadFilter,
     RememberInput,
     RememberResult,
+    Scope,
     SettleAction,
     SettleRequest,
     SourceRef,
@@ -355,6 +356,9 @@ async def _settle(state: ApiState, caller: Caller, memory_id: str, action: Settl
         raise Problem(404, "not_found", "no such memory", field="memory_id")
     if not may_settle(caller, record):
         raise Problem(403, "not_confirmer", "only the owner (or the shared store's moderator) settles this write")
+    if record.scope is Scope.SHARED and record.provenance.writer == caller.actor:
+        # Review means a second pair of eyes: a moderator who proposed the write may not settle it.
+        raise Problem(403, "own_write", "a moderator may not settle their own write", field="memory_id")
     workflow_id = pending_workflow_id(memory_id)
     handle = state.temporal.get_workflow_handle(workflow_id, result_type=RememberResult)
     try:

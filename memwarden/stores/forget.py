@@ -29,6 +29,7 @@ from memwarden.forget import (
     ExpiredSelector,
     MemorySelector,
     OwnerSelector,
+    QuarantinedSelector,
     SlotSelector,
     SourceSelector,
     TenantSelector,
@@ -48,6 +49,7 @@ from memwarden.stores.sql_models import (
     deletions,
     memories,
     quarantined_sources,
+    rollback_members,
 )
 
 CHUNK = 500
@@ -165,6 +167,12 @@ class ForgetStore:
             )
         elif isinstance(selector, TenantSelector):
             stmt = base
+        elif isinstance(selector, QuarantinedSelector):
+            rm = rollback_members.c
+            quarantined = sa.select(rm.memory_id).where(
+                rm.tenant_id == tenant_id, rm.rollback_id == selector.rollback_id
+            )
+            stmt = base.where(m.id.in_(quarantined), m.status == Status.QUARANTINED.value)
         elif isinstance(selector, ExpiredSelector):
             stmt = base.where(
                 self._expired(now),
