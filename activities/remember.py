@@ -474,6 +474,8 @@ class RememberActivities:
             raise candidate_gone(c.memory_id)
         if current.status in FORGOTTEN_STATUSES:  # forgotten while it waited: nothing is left to confirm
             return RememberResult(decision=Decision.REJECT, reason="forgotten", memory_id=c.memory_id)
+        if current.status is Status.QUARANTINED:  # rolled back while it waited: the moderator releases it
+            return RememberResult(decision=Decision.REJECT, reason="quarantined", memory_id=c.memory_id)
         if request.action is SettleAction.CONFIRM:
             if current.status is not Status.PENDING:  # a retry after the promotion landed
                 decision = Decision.UPDATE if current.supersedes else Decision.ADD

@@ -91,6 +91,8 @@ class QuarantinedSelector(_Selector):
 
     kind: Literal["quarantined"] = "quarantined"
     rollback_id: str = _ID
+    stores: list[str] | None = None
+    """Only members in these shared stores (a moderator's, for a rollback that spans more than theirs)."""
 
 
 Selector = Annotated[

@@ -223,25 +223,33 @@ async def rollback(state: State, caller: Caller, body: Annotated[RollbackRequest
     return RollbackAccepted(rollback_id=row.id, status=row.status, counts=row.counts or {}, workflow_id=row.workflow_id)
 
 
-def _may_see_rollback(caller: Principal, row: RollbackRow) -> bool:
-    if caller.tenant != row.tenant_id:
+async def _moderates_members(state: ApiState, caller: Principal, row: RollbackRow) -> bool:
+    """A moderator sees a rollback that quarantined writes in a store they moderate (an operator's, say)."""
+    if caller.role not in (Role.USER, Role.AGENT) or not caller.moderates:
         return False
-    if caller.role in (Role.OPERATOR, Role.PRIVACY) or row.requester == caller.actor:
-        return True
-    return row.store is not None and row.store in caller.moderates
+    if row.store is not None:
+        return row.store in caller.moderates
+    members = await RemediationStore(state.store).members(row.tenant_id, row.id)
+    found = await state.store.get_many(row.tenant_id, [m["memory_id"] for m in members])
+    return any(r.scope is Scope.SHARED and r.store in caller.moderates for r in found.values())
 
 
-async def _rollback_row(state: ApiState, caller: Principal, rid: str) -> RollbackRow:
+async def _rollback_row(state: ApiState, caller: Principal, rid: str) -> tuple[RollbackRow, bool]:
+    """The rollback and whether the caller sees it as a moderator (404 when they may not see it at all)."""
     row = await RemediationStore(state.store).get(caller.tenant, rid) if len(rid) <= 64 else None
-    if row is None or not _may_see_rollback(caller, row):
+    if row is None:
         raise Problem(404, "not_found", "no such rollback", field="rollback_id")
-    return row
+    if caller.role in (Role.OPERATOR, Role.PRIVACY) or row.requester == caller.actor:
+        return row, False
+    if await _moderates_members(state, caller, row):
+        return row, True
+    raise Problem(404, "not_found", "no such rollback", field="rollback_id")
 
 
 @router.get("/rollbacks/{rollback_id}")
 async def get_rollback(state: State, caller: Caller, rollback_id: str) -> dict[str, Any]:
     """The rollback and, once every sink is checked, its receipt (the document `receipt_hash` hashes)."""
-    row = await _rollback_row(state, caller, rollback_id)
+    row, _ = await _rollback_row(state, caller, rollback_id)
     remediation = RemediationStore(state.store)
     sinks = await remediation.sinks(row.id)
     members = await remediation.members(row.tenant_id, row.id)
@@ -294,12 +302,12 @@ async def forget_quarantined(
     state: State, caller: Caller, rollback_id: str, body: Annotated[ForgetQuarantined | None, Body()] = None
 ) -> DeletionAccepted:
     """Forget what this rollback quarantined and nobody released: a deletion like any other, with its receipt."""
-    row = await _rollback_row(state, caller, rollback_id)
-    moderator = row.store is not None and row.store in caller.moderates and caller.role in (Role.USER, Role.AGENT)
+    row, moderator = await _rollback_row(state, caller, rollback_id)
     if not (moderator or caller.role in (Role.OPERATOR, Role.PRIVACY)):
         raise Problem(403, "not_moderator", "only the store's moderator (or an operator) forgets quarantined writes")
     reason = (body or ForgetQuarantined()).reason
-    request = ForgetRequest(selector=QuarantinedSelector(rollback_id=row.id), reason=reason)
+    stores = sorted(caller.moderates) if moderator else None
+    request = ForgetRequest(selector=QuarantinedSelector(rollback_id=row.id, stores=stores), reason=reason)
     return await _forget(state, caller, request, authorized=True)
 
 

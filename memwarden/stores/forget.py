@@ -173,6 +173,8 @@ class ForgetStore:
                 rm.tenant_id == tenant_id, rm.rollback_id == selector.rollback_id
             )
             stmt = base.where(m.id.in_(quarantined), m.status == Status.QUARANTINED.value)
+            if selector.stores is not None:
+                stmt = stmt.where(m.scope == Scope.SHARED.value, m.store.in_(sorted(selector.stores)))
         elif isinstance(selector, ExpiredSelector):
             stmt = base.where(
                 self._expired(now),
