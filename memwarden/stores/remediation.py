@@ -234,15 +234,27 @@ class RemediationStore:
                     cache_prefixes=prefixes,
                 )
             )
-            prior = {r.id: r.status.value for r in fresh}
-            for chunk in _chunks(ids):
+            # The selector's matches no longer in use (an earlier poisoned version, already superseded) are
+            # members too, never quarantined: a restore must not bring their value back, and their reads
+            # count in the blast radius.
+            history = [r for r in rows if r.status not in QUARANTINABLE_STATUSES]
+            prior = {r.id: r.status.value for r in [*fresh, *history]}
+            in_use = set(ids)
+            for chunk in _chunks(sorted(prior)):
                 await conn.execute(
                     sa.insert(rollback_members),
                     [
-                        {"rollback_id": rid, "memory_id": i, "tenant_id": tenant_id, "prior_status": prior[i]}
+                        {
+                            "rollback_id": rid,
+                            "memory_id": i,
+                            "tenant_id": tenant_id,
+                            "prior_status": prior[i],
+                            "outcome": None if i in in_use else "not_in_use",
+                        }
                         for i in chunk
                     ],
                 )
+            for chunk in _chunks(ids):
                 await conn.execute(
                     sa.update(memories)
                     .where(
