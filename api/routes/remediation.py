@@ -25,6 +25,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from api.problems import Problem
 from api.routes.forget import DeletionAccepted, _forget
 from api.state import ApiState, Caller, State
+from api.telemetry import traced
 from memwarden import telemetry
 from memwarden.forget import ForgetRequest, QuarantinedSelector, subject_hash
 from memwarden.identity import Principal, Role, read_filter
@@ -130,6 +131,7 @@ async def _run_revert(state: ApiState, caller: Principal, record: MemoryRecord, 
 
 
 @router.post("/memories/{memory_id}/revert", response_model=RevertOut)
+@traced(telemetry.UPDATE_MEMORY)
 async def revert(state: State, caller: Caller, memory_id: str) -> RevertOut:
     """Undo the supersession this live version made: the value it replaced is live again, as a new version."""
     record = await state.store.get_memory(caller.tenant, memory_id) if len(memory_id) <= 256 else None
@@ -147,6 +149,7 @@ async def revert(state: State, caller: Caller, memory_id: str) -> RevertOut:
 
 
 @router.post("/memories/{memory_id}/release", response_model=RevertOut)
+@traced(telemetry.UPDATE_MEMORY)
 async def release(state: State, caller: Caller, memory_id: str) -> RevertOut:
     """A quarantined write goes back into use (the moderator's verdict: it was not poisoned after all)."""
     record = await state.store.get_memory(caller.tenant, memory_id) if len(memory_id) <= 256 else None
@@ -180,6 +183,7 @@ def _authorize_rollback(caller: Principal, request: RollbackRequest) -> None:
 
 
 @router.post("/rollbacks", status_code=202, response_model=RollbackAccepted)
+@traced(telemetry.UPDATE_MEMORY)
 async def rollback(state: State, caller: Caller, body: Annotated[RollbackRequest, Body()]) -> RollbackAccepted:
     """Quarantine every matching write now, then restore, re-derive and issue a receipt (RollbackWorkflow)."""
     _authorize_rollback(caller, body)

@@ -15,9 +15,12 @@ from typing import Any
 
 import httpx
 
-from memwarden.forget import canonical
+from memwarden.forget import canonical, subject_key
 from memwarden.records import Status
+from memwarden.stores.summaries import park_summary_request
+from memwarden.temporal.client import connect
 from tests.integration.api_stack import Api, assert_problem
+from workflows.summarize import SummarizeWorkflow
 
 FACT = {"type": "fact", "source_kind": "user", "reason": "user_stated_fact"}
 GOOD = "The team standup is at half past nine in the small room"
@@ -288,3 +291,37 @@ async def test_bad_rollback_requests_are_problems_naming_the_field(api: Api, htt
     assert_problem(await post(moderator, nothing), 422, field="store")
     assert_problem(await post(moderator, nothing | {"store": "other"}), 403, field="store", code="not_moderator")
     assert_problem(await post(api.auth(t, "bob"), nothing), 403, code="forbidden_role")
+
+
+async def test_a_rollback_rederives_the_summaries_that_drew_on_the_writes(api: Api, http: httpx.AsyncClient) -> None:
+    t = tenant()
+    marker = f"marmot{uuid.uuid4().hex[:8]}"
+    alice = api.auth(t, "alice")
+    agent = api.auth(t, "svc-a", "agent", agent="scraper", on_behalf_of="alice")
+    episode = {"type": "episodic", "reason": "user_stated_fact"}
+    kept = await propose(http, alice, "alice walked the dog along the canal at dawn", **episode)
+    bad = await propose(http, agent, f"alice visited the {marker} shop in the old town", **episode)
+    assert kept["decision"] == bad["decision"] == "ADD"
+    client = await connect(api.settings)
+    request = await park_summary_request(
+        api.store, subject_key(api.settings.auth_secret_value), tenant_id=t, owner_id="alice", actor="system:test"
+    )
+    first = await client.execute_workflow(
+        SummarizeWorkflow.run, request, id=f"summarize-{uuid.uuid4()}", task_queue=api.settings.temporal_task_queue
+    )
+    old = await api.store.get_memory(t, first.summary_id or "")
+    assert old is not None and marker in (old.content or "")
+
+    operator = api.auth(t, "ops", "operator")
+    accepted = await http.post(
+        "/v1/rollbacks",
+        headers=operator,
+        json={"selector": {"kind": "writer", "writer": "agent:svc-a", **window()}, "reason": "poisoned_agent"},
+    )
+    view = await until_verified(http, operator, accepted.json()["rollback_id"])
+    summaries = next(s for s in view["sinks"] if s["name"] == "summaries")
+    assert summaries["applied"] == 1 and summaries["evidence"]["remaining"] == 0
+    old = await api.store.get_memory(t, old.id)
+    assert old is not None and old.status is Status.PURGED and old.content is None
+    current = [m for m in (await http.get("/v1/memories", headers=alice)).json()["items"] if m["type"] == "summary"]
+    assert len(current) == 1 and marker not in current[0]["content"] and "canal" in current[0]["content"]
