@@ -325,3 +325,38 @@ async def test_a_rollback_rederives_the_summaries_that_drew_on_the_writes(api: A
     assert old is not None and old.status is Status.PURGED and old.content is None
     current = [m for m in (await http.get("/v1/memories", headers=alice)).json()["items"] if m["type"] == "summary"]
     assert len(current) == 1 and marker not in current[0]["content"] and "canal" in current[0]["content"]
+
+
+async def test_the_python_client_speaks_remediation(api: Api, http: httpx.AsyncClient) -> None:
+    from memwarden.client import MemwardenClient
+
+    t = tenant()
+    pref = {"type": "preference", "reason": "user_explicit_preference", "slot": "music"}
+    async with (
+        MemwardenClient(api.base_url, api.token(t, "alice", stores=["team"])) as alice,
+        MemwardenClient(api.base_url, api.token(t, "carol", stores=["team"], moderates=["team"])) as carol,
+        MemwardenClient(api.base_url, api.token(t, "ops", "operator")) as ops,
+    ):
+        jazz = await propose(http, api.auth(t, "alice"), "Alice likes jazz while working", **pref)
+        rock = await propose(http, api.auth(t, "alice"), "Alice likes rock while working", **pref)
+        reverted = await alice.revert(rock["memory_id"])
+        assert reverted["restored_from"] == jazz["memory_id"]
+        await alice.search("what music does alice like while working", session="s-9")
+        reads = await ops.reads(reverted["memory_id"])
+        assert reads["sessions"] == [{"session": "s-9", "searches": 1}]
+        staged = await propose(
+            http, api.auth(t, "alice", stores=["team"]), "Lunch is at noon", scope="shared", store="team"
+        )
+        queue = await carol.pending("team")
+        assert [i["memory_id"] for i in queue["items"]] == [staged["memory_id"]]
+        settled = await carol.settle_many("team", [staged["memory_id"]])
+        assert settled["results"][0]["decision"] == "ADD"
+        accepted = await ops.rollback({"kind": "memories", "memory_ids": [staged["memory_id"]]}, reason="suspect")
+        for _ in range(240):
+            receipt = await ops.rollback_receipt(accepted["rollback_id"])
+            if receipt["status"] == "verified":
+                break
+            await asyncio.sleep(0.25)
+        assert receipt["members"][0]["status"] == "quarantined"
+        released = await carol.release(staged["memory_id"])
+        assert released["outcome"] == "released"
