@@ -17,6 +17,7 @@ from temporalio import activity
 
 from activities.deps import Deps
 from activities.forget import heartbeating
+from activities.replicas import replicate
 from memwarden import telemetry
 from memwarden.forget import receipt_hash, subject_hash, subject_key
 from memwarden.records import (
@@ -103,8 +104,6 @@ def rollback_sinks(deps: Deps) -> dict[str, Sink]:
 
 async def follow(deps: Deps, brought: Sequence[Brought], tenant_id: str) -> None:
     """The derivatives of what went live (or out of use): index, cache, replicas, in the commit's order."""
-    from activities.replicas import replicate
-
     lives = [b.live for b in brought if b.live is not None and b.live.content is not None]
     lives = [r for r in lives if r.status in LIVE_STATUSES]
     if lives:
