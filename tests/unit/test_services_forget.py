@@ -1,4 +1,4 @@
-"""ForgetService and RetentionService without Temporal: every step of a deletion on real stores.
+"""ForgetService, RetentionService and SummaryService without Temporal: a deletion's steps on real stores.
 
 The steps the forget workflow runs (plan, purge and verify per sink, finish) are called in order by the
 test; each stamps the injected clock, the purge records the run it was handed, and the receipt is
@@ -15,12 +15,15 @@ import pytest
 
 from memwarden.errors import DeletionMissing
 from memwarden.forget import MemorySelector, redacted, selector_key, subject_hash, subject_key
-from memwarden.records import ForgetInput, SinkTask, Status
+from memwarden.keys import Purpose
+from memwarden.records import ForgetInput, MemoryType, SinkTask, Status
 from memwarden.services.deps import Deps
 from memwarden.services.forget import ForgetService
 from memwarden.services.retention import REASON, REQUESTER, RetentionService
+from memwarden.services.summaries import SummaryService
 from memwarden.sinks import UnknownSink
 from memwarden.stores.forget import DeletionRow, ForgetStore
+from memwarden.stores.summaries import park_summary_request
 from tests.services_support import FIXED, RUN, Clock, audit_log, seed, service_deps, tenant
 
 
@@ -132,3 +135,24 @@ async def test_retention_forgets_what_expired_by_the_injected_clock_with_its_req
     assert (event.id, event.actor, event.reason, event.at) == (f"forget-request-{row.id}", REQUESTER, REASON, swept_at)
     assert (await service.plan()).deletions == [], "the next sweep finds nothing new to forget"
     assert len([e for e in await audit_log(deps, t) if e.operation == "forget_requested"]) == 1
+
+
+async def test_a_summary_is_derived_at_the_injected_time_and_audited_under_the_run(deps: Deps) -> None:
+    t = tenant()
+    episodes = [
+        await seed(deps, t, "alice", f"synthetic: alice walked the {place} trail on saturday", type=MemoryType.EPISODIC)
+        for place in ("river", "ridge")
+    ]
+    key = deps.settings.key_for(Purpose.SUBJECT_HANDLES)
+    request = await park_summary_request(deps.store, key, tenant_id=t, owner_id="alice", actor="user:alice")
+    clock: Clock = deps.clock  # type: ignore[assignment]
+    derived_at = clock.advance(hours=1)
+
+    result = await SummaryService(deps).summarize(request, RUN)
+    assert result.summary_id is not None and result.derived_from == len(episodes)
+    summary = await deps.store.get_memory(t, result.summary_id)
+    assert summary is not None and summary.type is MemoryType.SUMMARY
+    assert summary.created_at == summary.valid_from == derived_at
+    [event] = [e for e in await audit_log(deps, t) if e.operation == "summarize"]
+    assert (event.id, event.at, event.workflow_id) == (f"summary-{summary.id}", derived_at, RUN.workflow_id)
+    assert (event.namespace, event.reason, event.details["derived_from"]) == ("user:alice", "derived_summary", 2)
