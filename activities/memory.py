@@ -1,48 +1,19 @@
-"""Activities for Retrieve and the index's health: thin wrappers over the stores.
+"""Retrieve's activity and the index's health: the Temporal adapters of `memwarden.services.retrieve`.
 
-Remember's write gate lives in `activities.remember`; nothing here stores a memory.
+`CandidateGone` (the query's claim check or the subject handle expired) propagates as it is raised:
+the workflow's retry policy decides on it by its type name.
 """
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass
-from datetime import UTC, datetime
-
 from temporalio import activity
 
-from activities.deps import Deps
-from activities.revalidate import Revalidator
-from memwarden.errors import CandidateGone
-from memwarden.policy import ranking
-from memwarden.records import (
-    Consequence,
-    Hit,
-    ReadFilter,
-    RetrieveInput,
-    RetrieveResult,
-    Status,
-)
-from memwarden.stores.sql import EligibleMeta
-from memwarden.stores.subjects import resolve_handle
+from activities.run import current_run
+from memwarden.records import RetrieveInput, RetrieveResult
+from memwarden.services.deps import Deps
+from memwarden.services.indexing import index_health
+from memwarden.services.retrieve import RetrieveService
 from memwarden.temporal.names import INDEX_HEALTH, SEARCH_MEMORIES
-
-CANDIDATE_FACTOR = 4
-MIN_CANDIDATES = 100
-"""Each retriever offers max(4k, 100) candidates (`MEMWARDEN_SEARCH_CANDIDATES`): fusion needs depth
-(the best BM25 hit sets the scale), and conversation context needs a turn's neighbours among them."""
-
-
-def candidate_depth(k: int, minimum: int = MIN_CANDIDATES) -> int:
-    return max(k * CANDIDATE_FACTOR, minimum)
-
-
-@dataclass(frozen=True)
-class Gathered:
-    """A search's candidates, ranked, with what the store's re-check said of each (ids, never content)."""
-
-    ranked: list[ranking.Ranked]
-    meta: dict[str, EligibleMeta]
 
 
 class MemoryActivities:
@@ -50,98 +21,19 @@ class MemoryActivities:
 
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
-        self.revalidator = Revalidator(deps)
-
-    async def _embed(self, texts: list[str]) -> list[list[float]]:
-        return await asyncio.to_thread(self.deps.embedder.embed, texts)
+        self.service = RetrieveService(deps)
 
     @activity.defn(name=SEARCH_MEMORIES)
     async def search_memories(self, request: RetrieveInput) -> RetrieveResult:
-        """Authorize before rank: both retrievers run with the read filter inside their queries, every
-        candidate is re-checked against the durable store (the index may lag a tombstone; the store
-        never does), and only then ranked: relevance floor, fusion, recency and importance.
+        """Authorize before rank, re-check in the store, rank, revalidate at read (`RetrieveService.search`).
 
         Returns ids and scores only; content stays in the store (the API loads it after its own check).
         """
-        if request.k < 1:
-            raise ValueError("k must be >= 1")
-        if request.subject_ref is not None:
-            # The real read filter waits under the subject handle (history holds one without clauses).
-            ids = await resolve_handle(self.deps.store, request.subject_ref)
-            if ids is None:
-                raise CandidateGone(request.subject_ref)
-            request = request.model_copy(update={"read_filter": ReadFilter.model_validate(ids["read_filter"])})
-        gathered = await self._gather_for(*await self._query(request), request.read_filter, request.k)
-        now = datetime.now(UTC)
-        ranked, meta = gathered.ranked, gathered.meta
-        hits: list[Hit] = []
-        spare: list[Hit] = []
-        withheld: list[dict[str, str]] = []
-        for r in ranked:
-            if len(spare) == request.k:
-                break
-            m = meta[r.memory_id]
-            if request.consequence is Consequence.HIGH and m.status is Status.STALE and m.source_system is None:
-                # A stale memory is not a basis for a consequential action (one with a source is checked there).
-                if len(hits) < request.k:
-                    withheld.append({"memory_id": r.memory_id, "reason": "stale"})
-                continue
-            (hits if len(hits) < request.k else spare).append(Hit(memory_id=r.memory_id, score=round(r.score, 6)))
-        # Read-time revalidation (Revalidate): the hits the freshness policy names are checked at their
-        # sources within each source's timeout; spare hits replace any that drop out.
-        return await self.revalidator.at_read(request, hits, withheld, spare, meta, now)
-
-    async def _query(self, request: RetrieveInput) -> tuple[str, list[float]]:
-        """The query (from its claim check, the API parked it before starting the workflow) and its vector."""
-        query = request.query
-        if request.query_ref is not None:
-            parked = await self.deps.store.get_candidate(request.query_ref)
-            if parked is None:
-                raise CandidateGone(request.query_ref)
-            query = parked
-        [dense] = await self._embed([query or ""])
-        return query or "", dense
-
-    async def _gather_for(self, query: str, dense: list[float], read_filter: ReadFilter, k: int) -> Gathered:
-        """Both retrievers under the read filter, the store's re-check of every candidate, then ranking."""
-        now = datetime.now(UTC)
-        found = await self.deps.index.hybrid(
-            dense=dense,
-            text=query,
-            read_filter=read_filter,
-            now_ts=now.timestamp(),
-            limit=candidate_depth(k, self.deps.settings.search_candidates),
-        )
-        params = self.deps.settings.ranking()
-        # Ranking only ever sees candidates that pass the relevance floor: the rest are not worth re-checking.
-        relevances = [
-            r
-            for r in ranking.merge(
-                [(h.memory_id, h.score) for h in found.dense], [(h.memory_id, h.score) for h in found.sparse]
-            )
-            if ranking.passes_floor(r, params)
-        ]
-        meta = await self.deps.store.eligible_meta(read_filter, [r.memory_id for r in relevances], now)
-        words = ranking.query_words(query)
-        named = {s: ranking.names_speaker(words, s) for s in {m.speaker for m in meta.values()} if s}
-        candidates = [
-            ranking.Candidate(
-                relevance=rel,
-                created_at=meta[rel.memory_id].created_at,
-                importance=meta[rel.memory_id].importance,
-                last_confirmed_at=meta[rel.memory_id].last_confirmed_at,
-                session=ranking.session_key(meta[rel.memory_id].owner_id, meta[rel.memory_id].session),
-                turn=ranking.turn_position(meta[rel.memory_id].turn),
-                speaker_named=named.get(meta[rel.memory_id].speaker or "", False),
-            )
-            for rel in relevances
-            if rel.memory_id in meta
-        ]
-        return Gathered(ranking.rank(candidates, now, len(candidates), params), meta)
+        return await self.service.search(request, current_run(self.deps))
 
     @activity.defn(name=INDEX_HEALTH)
     async def index_health(self) -> bool:
-        return await self.deps.index.health()
+        return await index_health(self.deps)
 
     def all(self) -> list[object]:
         return [self.search_memories, self.index_health]

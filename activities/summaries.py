@@ -1,59 +1,25 @@
-"""SummarizeWorkflow's activity: the owner's episodic memories -> one summary with lineage."""
+"""SummarizeWorkflow's activity: the adapter of `memwarden.services.summaries.SummaryService`."""
 
 from __future__ import annotations
 
 from temporalio import activity
 
-from activities.deps import Deps
-from memwarden.records import Scope, SummarizeInput, SummarizeResult, namespace_label
-from memwarden.stores.audit import AuditEventIn
-from memwarden.stores.cache import invalidation_prefixes
-from memwarden.stores.summaries import claim_summary_request, derive, summary_sources
+from activities.run import current_run
+from memwarden.records import SummarizeInput, SummarizeResult
+from memwarden.services.deps import Deps
+from memwarden.services.summaries import SummaryService
 from memwarden.temporal.names import SUMMARIZE_OWNER
 
 
 class SummaryActivities:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
+        self.service = SummaryService(deps)
 
     @activity.defn(name=SUMMARIZE_OWNER)
     async def summarize_owner(self, request: SummarizeInput) -> SummarizeResult:
         """Idempotent (the summary's id is a function of its sources); a gone handle summarizes nothing."""
-        deps = self.deps
-        claimed = await claim_summary_request(deps.store, request)
-        if claimed is None:
-            return SummarizeResult(summary_id=None, derived_from=0)
-        owner_id, actor = claimed
-        sources = await summary_sources(deps.store, request.tenant_id, owner_id)
-        record = await derive(
-            deps.store,
-            deps.index,
-            deps.embedder,
-            deps.summarizer,
-            tenant_id=request.tenant_id,
-            owner_id=owner_id,
-            sources=sources,
-            max_chars=deps.settings.max_content_chars,
-            actor=actor,
-        )
-        if record is None:
-            return SummarizeResult(summary_id=None, derived_from=0)
-        await deps.store.append_audit(
-            AuditEventIn(
-                id=f"summary-{record.id}",
-                tenant_id=record.tenant_id,
-                actor=actor,
-                operation="summarize",
-                memory_id=record.id,
-                namespace=namespace_label(record),
-                reason="derived_summary",
-                workflow_id=activity.info().workflow_id,
-                details={"content_hash": record.content_hash, "derived_from": len(sources)},
-            )
-        )
-        for prefix in invalidation_prefixes(record.tenant_id, Scope.USER, record.owner_id):
-            await deps.cache.delete_prefix(prefix)
-        return SummarizeResult(summary_id=record.id, derived_from=len(sources))
+        return await self.service.summarize(request, current_run(self.deps))
 
     def all(self) -> list[object]:
         return [self.summarize_owner]

@@ -10,9 +10,7 @@ from datetime import timedelta
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities.deps import Deps
 from activities.forget import ForgetActivities
-from activities.indexing import reconcile_index
 from activities.memory import MemoryActivities
 from activities.remediation import RemediationActivities
 from activities.remember import RememberActivities
@@ -24,6 +22,8 @@ from memwarden import detect
 from memwarden.audit_heads import CheckpointTimer, audit_heads
 from memwarden.config import Settings
 from memwarden.embed import Embedder, default_embedder
+from memwarden.services.deps import Deps
+from memwarden.services.indexing import reconcile_index
 from memwarden.stores.cache import open_cache
 from memwarden.stores.replicas import ReplicaStore
 from memwarden.stores.sources import SourceRegistry

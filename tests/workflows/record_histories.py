@@ -36,7 +36,6 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowFailureError
 
-from activities.deps import Deps
 from memwarden.config import Settings
 from memwarden.forget import MemorySelector, SourceSelector, selector_key, subject_key
 from memwarden.identity import Principal, Role, read_filter
@@ -67,6 +66,7 @@ from memwarden.records import (
     content_hash,
 )
 from memwarden.remediation import MemoriesSelector
+from memwarden.services.deps import Deps
 from memwarden.stores.forget import ForgetStore
 from memwarden.stores.remediation import RemediationStore
 from memwarden.stores.sql import SqlStore

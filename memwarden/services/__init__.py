@@ -1,0 +1,2 @@
+"""The operations' logic, Temporal-free: each service is bound to `deps.Deps` (stores, embedder, clock,
+id factory) and takes the workflow run it belongs to as a plain `run.Run`; `activities/` adapts them."""
