@@ -30,6 +30,7 @@ from memwarden.remediation import MemoriesSelector, build_rollback_receipt
 from memwarden.services.deps import Deps
 from memwarden.services.remediation import RemediationService, RollbackMissing
 from memwarden.stores.remediation import RemediationStore
+from memwarden.stores.replicas import ReplicaStore
 from memwarden.stores.vectors import index_point
 from tests.services_support import FIXED, RUN, Clock, audit_log, service_deps, tenant
 
@@ -140,3 +141,40 @@ async def test_a_rollback_restores_applies_verifies_and_chains_one_receipt(deps:
 async def test_an_unknown_rollback_is_never_retried_into_success(deps: Deps) -> None:
     with pytest.raises(RollbackMissing):
         await RemediationService(deps).restore(RollbackInput(rollback_id="nope", tenant_id=tenant()))
+
+
+async def test_a_replica_learns_the_quarantine_and_the_restored_value(deps: Deps, tmp_path: Path) -> None:
+    t = tenant()
+    replica = await ReplicaStore.open(f"sqlite+aiosqlite:///{tmp_path / 'replica.db'}")
+    deps.replicas.append(replica)
+    try:
+        await commit(deps, t, "likes jazz while working", "user:alice")
+        assert isinstance(deps.clock, Clock)
+        deps.clock.advance(minutes=1)
+        bad = await commit(deps, t, "likes silence while working", "agent:svc-a")
+        assert await replica.copy(bad)
+        selector = MemoriesSelector(memory_ids=[bad.id])
+        row, _ = await RemediationStore(deps.store).quarantine(
+            tenant_id=t,
+            requester="operator:ops",
+            selector=selector,
+            redacted=selector.model_dump(mode="json"),
+            reason="poisoned_agent",
+            store=None,
+            now=deps.clock(),
+        )
+        service = RemediationService(deps)
+        plan = await service.restore(RollbackInput(rollback_id=row.id, tenant_id=t))
+        task = RollbackTask(rollback_id=row.id, tenant_id=t, sink=replica.name)
+        assert replica.name in plan.sinks
+        before = await service.verify(task)
+        assert not before.absent and before.remaining == 1  # the copy still serves the bad value
+        await service.apply(task, RUN)
+        assert (await service.verify(task)).absent
+        copy = await replica.get(bad.id)
+        assert copy is not None and copy["status"] == "quarantined"
+        [member] = await RemediationStore(deps.store).members(t, row.id)
+        restored = await replica.get(member["restored_id"])
+        assert restored is not None and restored["status"] == "active"
+    finally:
+        await replica.close()
