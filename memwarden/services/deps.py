@@ -1,17 +1,17 @@
 """What a service works with: the stores opened once per worker process, the clock and the id source.
 
 The clock and the id factory are injected, not read from the system: a service's timestamps and
-fallback ids are then whatever its caller says (the worker: the system clock and the random pool; a
+fallback ids are then whatever its caller says (the worker: the system clock and uuid4; a
 test: a fixed instant and a counter), and nothing in a service reaches for global state.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from memwarden import randomness
 from memwarden.config import Settings
 from memwarden.embed import Embedder
 from memwarden.stores.cache import Cache
@@ -28,8 +28,8 @@ def system_clock() -> datetime:
 
 
 def random_id() -> str:
-    """A random uuid4 from the process's pool (memwarden.randomness)."""
-    return str(randomness.uuid4())
+    """A random uuid4."""
+    return str(uuid.uuid4())
 
 
 @dataclass

@@ -25,8 +25,6 @@ from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from memwarden.stores.sqlite_inline import inline_creator
-
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 _IMMEDIATE = "memwarden_sqlite_immediate"
@@ -34,7 +32,7 @@ _IMMEDIATE = "memwarden_sqlite_immediate"
 _AUTOCOMMIT_READ = "memwarden_sqlite_autocommit_read"
 """Execution option: a read of one statement (or of independent chunks) runs in SQLite's autocommit mode.
 A single SELECT is its own consistent snapshot; an explicit BEGIN would add a statement round trip per
-read, and a GIL release the event loop waits behind (see `memwarden.randomness`)."""
+read (a thread hop each under aiosqlite)."""
 
 _MIGRATE_LOCK_KEY = 0x6D77_6D69_6772_6174
 """pg_advisory_xact_lock key held while migrating ("mwmigrat")."""
@@ -59,8 +57,7 @@ async def create_engine(url: str, *, schema: str | None = None) -> AsyncEngine:
         if database in ("", ":memory:") or database.startswith("file:"):
             raise ValueError("SQLite needs a file path (in-memory databases are per-connection)")
         await asyncio.to_thread(_ensure_parent_dir, database)
-        # Statements run on the event loop's thread unless they may wait (memwarden.stores.sqlite_inline).
-        engine = create_async_engine(sa_url, async_creator=inline_creator(database, durable=True), hide_parameters=True)
+        engine = create_async_engine(sa_url, hide_parameters=True)
         event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
         event.listen(engine.sync_engine, "begin", _sqlite_on_begin)
     elif backend == "postgresql":

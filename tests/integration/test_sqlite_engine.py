@@ -1,13 +1,12 @@
-"""The inline SQLite connection (memwarden.stores.sqlite_inline) over real SQLite files.
+"""SQLite through SQLAlchemy's aiosqlite engine over real files: what the store's transactions promise.
 
-What it must keep: statements that can wait for a lock run off the event loop (another connection's
-writer must be able to finish while one waits), and short statements run on the loop's own thread.
+A writer waiting for another connection's lock never stops the event loop, writes take the lock up
+front (BEGIN IMMEDIATE), and a single-statement read opens no transaction.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -56,21 +55,6 @@ async def test_a_writer_waiting_for_another_connections_lock_does_not_stop_the_e
     finally:
         await a.close()
         await b.close()
-
-
-async def test_reads_run_on_the_event_loops_thread_and_commits_do_not(tmp_path: Path) -> None:
-    store = await _store(tmp_path / "threads.db")
-    seen: list[int] = []
-    try:
-        async with store.engine.connect() as conn:
-            raw = await conn.get_raw_connection()
-            driver = raw.driver_connection
-            assert driver is not None
-            await driver.create_function("mw_thread", 0, lambda: seen.append(threading.get_ident()) or 1)
-            await conn.execute(sa.text("SELECT mw_thread()"))
-        assert seen == [threading.get_ident()]
-    finally:
-        await store.close()
 
 
 async def test_single_statement_reads_open_no_transaction_and_writes_still_do(tmp_path: Path) -> None:
