@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body
 from pydantic import BaseModel, ConfigDict, Field
-from temporalio.client import WorkflowFailureError
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
@@ -255,6 +255,9 @@ async def get_rollback(state: State, caller: Caller, rollback_id: str) -> dict[s
     """The rollback and, once every sink is checked, its receipt (the document `receipt_hash` hashes)."""
     row, _ = await _rollback_row(state, caller, rollback_id)
     remediation = RemediationStore(state.store)
+    if row.status != "verified" and await _workflow_ended(state, row.workflow_id):
+        # Terminated or failed without a receipt: say so (repeating the request starts it again).
+        row = row.model_copy(update={"status": "failed"})
     sinks = await remediation.sinks(row.id)
     members = await remediation.members(row.tenant_id, row.id)
     current = await state.store.get_many(row.tenant_id, [m["memory_id"] for m in members])
@@ -299,6 +302,24 @@ async def get_rollback(state: State, caller: Caller, rollback_id: str) -> dict[s
             row.model_dump(), sinks, requester_hash=requester, completed_at=row.completed_at
         )
     return view
+
+
+_ENDED = frozenset(
+    {
+        WorkflowExecutionStatus.FAILED,
+        WorkflowExecutionStatus.TERMINATED,
+        WorkflowExecutionStatus.CANCELED,
+        WorkflowExecutionStatus.TIMED_OUT,
+    }
+)
+
+
+async def _workflow_ended(state: ApiState, workflow_id: str) -> bool:
+    try:
+        described = await state.temporal.get_workflow_handle(workflow_id).describe()
+    except Exception:  # not started yet, or Temporal unreachable: nothing to conclude
+        return False
+    return described.status in _ENDED
 
 
 @router.post("/rollbacks/{rollback_id}/forget", status_code=202, response_model=DeletionAccepted)

@@ -16,10 +16,13 @@ from typing import Any
 import httpx
 
 from memwarden.forget import canonical, subject_key
-from memwarden.records import Status
+from memwarden.records import RollbackInput, Status
+from memwarden.remediation import MemoriesSelector, redacted_selector
+from memwarden.stores.remediation import RemediationStore
 from memwarden.stores.summaries import park_summary_request
 from memwarden.temporal.client import connect
 from tests.integration.api_stack import Api, assert_problem
+from workflows.remediation import RollbackWorkflow
 from workflows.summarize import SummarizeWorkflow
 
 FACT = {"type": "fact", "source_kind": "user", "reason": "user_stated_fact"}
@@ -360,3 +363,46 @@ async def test_the_python_client_speaks_remediation(api: Api, http: httpx.AsyncC
         assert receipt["members"][0]["status"] == "quarantined"
         released = await carol.release(staged["memory_id"])
         assert released["outcome"] == "released"
+
+
+async def test_a_rollback_whose_workflow_died_says_failed_and_repeating_it_finishes(
+    api: Api, http: httpx.AsyncClient
+) -> None:
+    t = tenant()
+    alice = api.auth(t, "alice")
+    pref = {"type": "preference", "reason": "user_explicit_preference", "slot": "tea"}
+    await propose(http, alice, "Alice drinks her tea without milk", **pref)
+    bad = await propose(http, alice, "Alice drinks her tea with three sugars", **pref)
+    selector = MemoriesSelector(memory_ids=[bad["memory_id"]])
+    # The API's first step landed (the quarantine) and then the start failed: what `503 rollback_not_started` leaves.
+    row, _ = await RemediationStore(api.store).quarantine(
+        tenant_id=t,
+        requester="operator:ops",
+        selector=selector,
+        redacted=redacted_selector(selector, subject_key(api.settings.auth_secret_value), t),
+        reason="suspect",
+        store=None,
+        now=datetime.now(UTC),
+    )
+    operator = api.auth(t, "ops", "operator")
+    assert (await http.get(f"/v1/rollbacks/{row.id}", headers=operator)).json()["status"] == "quarantined"
+    client = await connect(api.settings)
+    handle = await client.start_workflow(
+        RollbackWorkflow.run,
+        RollbackInput(rollback_id=row.id, tenant_id=t),
+        id=row.workflow_id,
+        task_queue=f"nobody-polls-{uuid.uuid4().hex[:6]}",
+    )
+    await handle.terminate(reason="test")
+    assert (await http.get(f"/v1/rollbacks/{row.id}", headers=operator)).json()["status"] == "failed"
+
+    again = await http.post(
+        "/v1/rollbacks",
+        headers=operator,
+        json={"selector": {"kind": "memories", "memory_ids": [bad["memory_id"]]}, "reason": "suspect"},
+    )
+    assert again.status_code == 202 and again.json()["rollback_id"] == row.id
+    view = await until_verified(http, operator, row.id)
+    assert view["members"][0]["outcome"] == "restored"
+    hits = await search(http, alice, "how does alice drink her tea")
+    assert hits[0]["content"] == "Alice drinks her tea without milk"
