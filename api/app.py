@@ -55,6 +55,9 @@ def create_app(
         version="1",
         summary="A governed memory service for AI agents.",
         lifespan=lifespan,
+        # FastAPI's own OpenTelemetry (on whenever the process has a global provider) records each request's
+        # path and query, ids and selectors a caller typed: memwarden's spans are its own, content-free ones.
+        telemetry={"tracing": False, "metrics": False, "logs": False, "auto_configure": False},
     )
     problems.install(app)
     app.add_middleware(InputGuardMiddleware, verifier=settings.token_verifier)  # inside the body limit

@@ -15,13 +15,15 @@ Two ways in, one set of tools:
 - `stdio_server(base_url, token)`: `memwarden mcp`, for desktop agents; one token per process, the
   API reached over HTTP.
 
-Nothing here logs, and tool errors carry codes and field names only (the SDK logs a tool error's
-message and records it on its span).
+Nothing here logs; httpx's request line for the in-process calls is filtered out (its URL holds
+whatever a caller passed as an id), and tool errors carry codes and field names only (the SDK logs a
+tool error's message and records it on its span).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -94,6 +96,16 @@ async def _call(factory: ClientFactory, method: str, *args: Any, **kwargs: Any) 
         except httpx.HTTPError as exc:
             body = {"status": 503, "code": "api_unreachable", "detail": type(exc).__name__, "fields": []}
             raise ToolError(json.dumps(body, sort_keys=True)) from None
+
+
+class _QuietInternalRequests(logging.Filter):
+    """Drops httpx's INFO line for the tools' in-process calls: its URL holds whatever ids a caller passed."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (isinstance(record.args, tuple) and any(str(a).startswith(API_BASE) for a in record.args))
+
+
+_quiet = _QuietInternalRequests()
 
 
 def _drop_none(**fields: Any) -> dict[str, Any]:
@@ -253,6 +265,8 @@ def http_server(app: Any, *, token_verifier: TokenVerifier, auth: AuthSettings) 
             raise ToolError(json.dumps({"status": 401, "code": "unauthorized", "detail": "", "fields": []}))
         return MemwardenClient(API_BASE, access.token, transport=httpx.ASGITransport(app=app))
 
+    if _quiet not in logging.getLogger("httpx").filters:
+        logging.getLogger("httpx").addFilter(_quiet)
     server: MCPServer[Any] = MCPServer(
         SERVER_NAME, instructions=INSTRUCTIONS, token_verifier=token_verifier, auth=auth, log_level="WARNING"
     )
