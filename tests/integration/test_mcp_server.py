@@ -33,7 +33,7 @@ from memwarden import telemetry
 from memwarden.identity import mint_token
 from memwarden.integrations.mcp import stdio_server
 from tests.integration.api_stack import Api, embedded_api
-from tests.integration.mcp_support import INJECTION, MEMORY, TOOLS, answer_of, mcp_over_http, problem_of
+from tests.integration.mcp_support import DIRECTION, INJECTION, MEMORY, TOOLS, answer_of, mcp_over_http, problem_of
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SECRET_TEXT = "Ottoline Brackenridge hoards saffron tins from Valparaiso"
@@ -121,9 +121,8 @@ async def test_in_process_remember_recall_list_forget(api: Api) -> None:
 
 async def test_a_pending_write_is_confirmed_only_by_its_person(api: Api) -> None:
     t = tenant()
-    direction = MEMORY | {"content": "From now on always reply to Alice in French", "type": "procedural", "reason": "user_explicit_preference"}
     async with Client(stdio_server(api.base_url, agent_token(api, t)), mode="legacy") as agent:
-        staged = answer_of(await agent.call_tool("remember", direction))
+        staged = answer_of(await agent.call_tool("remember", DIRECTION))
         assert staged["decision"] == "PENDING" and staged["memory_id"]
         refused = problem_of(await agent.call_tool("confirm_memory", {"memory_id": staged["memory_id"]}))
         assert (refused["status"], refused["code"]) == (403, "not_confirmer")
@@ -247,8 +246,7 @@ async def seeded(api: Api, http: httpx.AsyncClient) -> tuple[str, str, str, str]
     alice, agent = api.auth(t, "alice"), {"Authorization": f"Bearer {agent_token(api, t)}"}
     tea = MEMORY | {"content": "Alice's favourite tea is oolong", "type": "fact"}
     memory = (await http.post("/v1/memories", headers=alice, json=tea)).json()["memory_id"]
-    direction = MEMORY | {"content": "From now on always reply to Alice in French", "type": "procedural", "reason": "user_explicit_preference"}
-    pending = (await http.post("/v1/memories", headers=agent, json=direction)).json()
+    pending = (await http.post("/v1/memories", headers=agent, json=DIRECTION)).json()
     assert pending["decision"] == "PENDING", pending
     dropped = (await http.post("/v1/memories", headers=alice, json=MEMORY | {"content": "Owns a red bicycle"})).json()
     deletion = (await http.delete(f"/v1/memories/{dropped['memory_id']}", headers=alice)).json()["deletion_id"]
@@ -278,8 +276,8 @@ async def test_each_role_gets_through_mcp_exactly_what_it_gets_through_http(api:
 
         through_mcp = await script(over_mcp, *ids_mcp)
     assert through_mcp == through_http
-    outcomes = {o[0] for o in through_http}
-    assert outcomes == ({"ok", "error"} if role in ("user", "agent") else {"error"} | ({"ok"} if role != "system" else set())), through_http
+    refused = [o for o in through_http if o[0] == "error"]
+    assert refused and (len(refused) < len(through_http)) == (role != "system"), through_http  # both kinds seen
 
 
 # -- over stdio: `memwarden mcp` ------------------------------------------------------------------
