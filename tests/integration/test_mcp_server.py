@@ -33,7 +33,16 @@ from memwarden import telemetry
 from memwarden.identity import mint_token
 from memwarden.integrations.mcp import stdio_server
 from tests.integration.api_stack import Api, embedded_api
-from tests.integration.mcp_support import DIRECTION, INJECTION, MEMORY, TOOLS, answer_of, mcp_over_http, problem_of
+from tests.integration.mcp_support import (
+    DIRECTION,
+    INJECTION,
+    MEMORY,
+    OBSERVED_INJECTION,
+    TOOLS,
+    answer_of,
+    mcp_over_http,
+    problem_of,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SECRET_TEXT = "Ottoline Brackenridge hoards saffron tins from Valparaiso"
@@ -156,7 +165,7 @@ async def test_over_http_a_cross_scope_call_is_denied(api: Api) -> None:
 
 async def test_over_http_an_injection_from_an_agent_is_rejected(api: Api) -> None:
     t = tenant()
-    observation = {"content": INJECTION, "type": "fact", "source_kind": "tool", "reason": "tool_observation_unverified"}
+    observation = OBSERVED_INJECTION
     async with mcp_over_http(api.base_url, agent_token(api, t)) as agent:
         rejected = answer_of(await agent.call_tool("remember", observation))
         assert (rejected["decision"], rejected["reason"], rejected["memory_id"]) == (
