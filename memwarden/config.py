@@ -248,8 +248,8 @@ class Settings(BaseSettings):
     )
     mcp_resource_url: str | None = Field(
         default=None,
-        description="The public URL of /mcp, named in its protected-resource metadata; "
-        "default http://<api host>:<api port>/mcp (127.0.0.1 for an unspecified host).",
+        description="The public URL of /mcp, named in its protected-resource metadata (set it behind a proxy); "
+        "default: http on MEMWARDEN_API_HOST (127.0.0.1 for 0.0.0.0) and MEMWARDEN_API_PORT, path /mcp.",
     )
     mcp_authorization_server: str | None = Field(
         default=None,

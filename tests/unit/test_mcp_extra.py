@@ -40,7 +40,8 @@ def paths(**settings):
     return [getattr(r, "path", None) for r in create_app(Settings(**settings)).router.routes]
 
 def loaded():
-    return sorted(m for m, v in sys.modules.items() if v is not None and (m == "mcp" or m.startswith(("mcp.", "agents"))))
+    sdk = ("mcp.", "agents")
+    return sorted(m for m, v in sys.modules.items() if v is not None and (m == "mcp" or m.startswith(sdk)))
 """
 
 
