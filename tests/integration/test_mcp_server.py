@@ -32,7 +32,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from memwarden import telemetry
 from memwarden.identity import mint_token
 from memwarden.integrations.mcp import stdio_server
-from tests.integration.api_stack import Api, embedded_api
+from tests.integration.api_stack import Api, assert_problem, embedded_api
 from tests.integration.mcp_support import (
     DIRECTION,
     INJECTION,
@@ -196,6 +196,22 @@ async def test_over_http_no_or_a_bad_token_is_401_with_the_resource_metadata(api
     assert metadata["authorization_servers"] == [api.base_url] and metadata["bearer_methods_supported"] == ["header"]
     async with mcp_over_http(api.base_url, api.token(tenant(), "alice")) as client:
         assert {tool.name for tool in (await client.list_tools()).tools} == TOOLS  # the same token works
+
+
+async def test_over_http_a_control_character_is_refused_at_the_door_naming_the_field(api: Api) -> None:
+    t = tenant()
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "remember", "arguments": MEMORY | {"content": "Prefers tea\u0000 to coffee"}},
+    }
+    headers = api.auth(t, "alice") | {"Accept": "application/json, text/event-stream"}
+    async with httpx.AsyncClient(base_url=api.base_url) as http:
+        answer = await http.post("/mcp", json=call, headers=headers)
+        assert_problem(answer, 422, code="validation_failed", field="params.arguments.content")
+        listed = await http.get("/v1/memories", headers=api.auth(t, "alice"))
+    assert listed.json()["items"] == []  # nothing was written
 
 
 # -- parity: through MCP exactly what through HTTP ------------------------------------------------
