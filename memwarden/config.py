@@ -14,6 +14,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -240,6 +241,21 @@ class Settings(BaseSettings):
         default=None,
         description="Mark the /me page's session cookie Secure; default: when the request came over https.",
     )
+    mcp_enabled: bool | None = Field(
+        default=None,
+        description="Serve memwarden's MCP server at /mcp (streamable HTTP, the API's bearer tokens); "
+        "default: when the mcp extra is installed. On without the extra, the API refuses to start.",
+    )
+    mcp_resource_url: str | None = Field(
+        default=None,
+        description="The public URL of /mcp, named in its protected-resource metadata (set it behind a proxy); "
+        "default: http on MEMWARDEN_API_HOST (127.0.0.1 for 0.0.0.0) and MEMWARDEN_API_PORT, path /mcp.",
+    )
+    mcp_authorization_server: str | None = Field(
+        default=None,
+        description="The authorization server the /mcp metadata names for tokens; default "
+        "MEMWARDEN_AUTH_JWKS_ISSUER when it is a URL, else the origin of the /mcp URL.",
+    )
     codec_cors_origins: list[str] = Field(
         default_factory=lambda: ["http://127.0.0.1:8233", "http://localhost:8233"],
         description="Origins (the Temporal Web UI) allowed to call /codec/* from the browser.",
@@ -443,6 +459,27 @@ class Settings(BaseSettings):
     def key_for(self, purpose: Purpose) -> bytes:
         """The key for one purpose, derived from the secret (memwarden.keys): never the secret itself."""
         return derive_key(self.auth_secret_value, purpose)
+
+    @property
+    def mcp_resource(self) -> str:
+        """The URL MCP clients reach /mcp at (the resource of its protected-resource metadata)."""
+        if self.mcp_resource_url:
+            return self.mcp_resource_url.rstrip("/")
+        host = "127.0.0.1" if self.api_host in ("0.0.0.0", "::", "") else self.api_host
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.api_port}/mcp"
+
+    @property
+    def mcp_authorization_server_url(self) -> str:
+        """Where the /mcp metadata sends clients for a token (an identity provider's issuer, or memwarden)."""
+        if self.mcp_authorization_server:
+            return self.mcp_authorization_server
+        issuer = self.auth_jwks_issuer or ""
+        if issuer.startswith(("https://", "http://")):
+            return issuer
+        parsed = urlsplit(self.mcp_resource)
+        return f"{parsed.scheme}://{parsed.netloc}"
 
     @cached_property
     def token_verifier(self) -> TokenVerifier:
