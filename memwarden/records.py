@@ -731,6 +731,7 @@ class ConsolidateInput(BaseModel):
 
     tenant_id: str
     subject_ref: str
+    conversation_ref: str
     session_key: str
     actor: str
     memory_ids: list[str]

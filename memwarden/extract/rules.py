@@ -63,7 +63,7 @@ _TASK_OBJECTS = (
     r"letter|essay|assignment|proposal|slide deck|deck|review|translation|query|bug|story|cover letter|note|"
     r"invoice|newsletter|announcement|script|itinerary|trip|recipe|page|article|blog post|tweet|memo|question"
 )
-_TASK_SCOPE = _rx(
+TASK_SCOPE_PHRASE = _rx(
     rf"\b(?:for|in|on|with)\s+(?:this|the current|today's|this particular|this specific|just this)\s+"
     rf"(?:\w+\s+)?(?:{_TASK_OBJECTS})\b|\bjust (?:this|for) (?:once|time|one|today)\b|\bthis time\b|"
     r"\bfor now\b|\bfor today\b|\bfor the rest of (?:this|the) (?:chat|conversation|session)\b|"
@@ -460,7 +460,7 @@ class RuleExtractor:
                 **extra,  # type: ignore[arg-type]
             )
 
-        if _TASK_SCOPE.search(clause) and _DIRECTIVE.search(clause):
+        if TASK_SCOPE_PHRASE.search(clause) and _DIRECTIVE.search(clause):
             return make(
                 Kind.TASK_GUIDANCE,
                 MemoryType.TASK,
@@ -510,6 +510,11 @@ class RuleExtractor:
                 f"favorite.{noun}",
             )
         fact = self._fact(clause)
+        episode = bool(
+            _PAST_FIRST_PERSON.search(clause) and (_PAST_CUE.search(clause) or dates.DATE_WORDS.search(clause))
+        )
+        if fact is not None and fact[0] == "my" and episode:
+            fact = None  # "yesterday I finished the race, my legs are sore": the event, not a standing fact
         if fact is not None and fact[1] == "name.preferred":
             return make(
                 Kind.PREFERENCE, MemoryType.PREFERENCE, Lifetime.DURABLE, WriteReason.USER_EXPLICIT_PREFERENCE, fact[1]
@@ -521,7 +526,7 @@ class RuleExtractor:
                 return make(
                     Kind.PREFERENCE, MemoryType.PREFERENCE, Lifetime.DURABLE, WriteReason.USER_EXPLICIT_PREFERENCE
                 )
-        if _PAST_FIRST_PERSON.search(clause) and (_PAST_CUE.search(clause) or dates.DATE_WORDS.search(clause)):
+        if episode:
             return make(Kind.EPISODE, MemoryType.EPISODIC, Lifetime.EPISODE, WriteReason.USER_STATED_FACT)
         return None
 
