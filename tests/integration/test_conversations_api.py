@@ -125,7 +125,11 @@ async def test_task_guidance_repeated_in_three_sessions_is_staged_as_a_preferenc
 ) -> None:
     t = tenant()
     headers = stack.auth(t, "dana")
-    said = ["For this ticket, keep the reply very short.", "For this email, keep it brief please.", "In this reply, be concise."]
+    said = [
+        "For this ticket, keep the reply very short.",
+        "For this email, keep it brief please.",
+        "In this reply, be concise.",
+    ]
     answers = []
     for n, text in enumerate(said):
         answers.append(await send(http, headers, f"s-{n}", [{"role": "user", "content": text, "turn_id": f"u{n}"}]))
