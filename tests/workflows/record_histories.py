@@ -38,15 +38,17 @@ from temporalio.client import Client, WorkflowFailureError
 
 from activities.deps import Deps
 from memwarden.config import Settings
+from memwarden.extract.base import Message
 from memwarden.forget import MemorySelector, SourceSelector, selector_key, subject_key
 from memwarden.identity import Principal, Role, read_filter
+from memwarden.keys import Purpose
 from memwarden.policy.gate import GatePolicy
 from memwarden.records import (
     Decision,
     ForgetInput,
-    MessageRole,
     InvalidateInput,
     MemoryType,
+    MessageRole,
     Provenance,
     RememberInput,
     RememberResult,
@@ -65,8 +67,6 @@ from memwarden.records import (
     SourceRef,
     content_hash,
 )
-from memwarden.extract.base import Message
-from memwarden.keys import Purpose
 from memwarden.services.conversations import ConversationTarget, park_conversation
 from memwarden.stores.forget import ForgetStore
 from memwarden.stores.sql import SqlStore
