@@ -8,21 +8,25 @@ sessions is staged as a durable preference; near-duplicate episodes of a session
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from memwarden.records import Status
 from tests.integration.api_stack import assert_problem
 from tests.stack_support import Stack, embedded_stack
 
+SPANS = InMemorySpanExporter()
+
 
 @pytest.fixture(scope="module")
 async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
-    async with embedded_stack(tmp_path_factory.mktemp("conversations")) as s:
+    async with embedded_stack(tmp_path_factory.mktemp("conversations"), span_exporter=SPANS) as s:
         yield s
 
 
@@ -166,6 +170,24 @@ async def test_near_duplicate_episodes_of_a_session_are_consolidated_into_its_su
     assert found.id == summary.id
     assert sorted(lineage) == sorted(e["memory_id"] for e in episodes[:2]), "only the near-duplicates"
 
+    # Forgetting one source re-derives the session's summary from what remains, in the session's own slot.
+    headers = stack.auth(t, "erin")
+    gone = await http.delete(f"/v1/memories/{episodes[0]['memory_id']}", headers=headers)
+    assert gone.status_code == 202, gone.text
+    deletion = gone.json()["deletion_id"]
+    for _ in range(300):
+        status = (await http.get(f"/v1/deletions/{deletion}", headers=headers)).json()["status"]
+        if status == "verified":
+            break
+        await asyncio.sleep(0.1)
+    assert status == "verified"
+    old = await stack.deps.store.get_memory(t, summary.id)
+    assert old is not None and old.content is None, "the old version is purged"
+    touching = await summaries_touching(stack.deps.store, t, [episodes[1]["memory_id"]])
+    [(rederived, lineage)] = [(r, lineage) for r, lineage in touching if r.content is not None]
+    assert rederived.id != summary.id and rederived.slot == summary.slot and rederived.content is not None
+    assert lineage == [episodes[1]["memory_id"]]
+
 
 async def test_bad_input_is_a_problem_naming_the_field(stack: Stack, http: httpx.AsyncClient) -> None:
     t = tenant()
@@ -192,3 +214,32 @@ async def test_bad_input_is_a_problem_naming_the_field(stack: Stack, http: httpx
     assert_problem(operator, 403, code="role_cannot_write")
     listed = await http.get("/v1/memories", headers=headers)
     assert listed.status_code == 200 and listed.json()["items"] == [], "a refused conversation stores nothing"
+
+
+async def test_the_route_has_a_span_and_metrics_with_counts_only(stack: Stack, http: httpx.AsyncClient) -> None:
+    t = tenant()
+    text = "I really love Quetzalcoatlus fossils."
+    messages = [{"role": "user", "content": text}, {"role": "user", "content": "What time is it?"}]
+    body = await send(http, stack.auth(t, "gina"), "s-span", messages)
+    spans = [
+        s
+        for s in SPANS.get_finished_spans()
+        if s.name.startswith("remember_conversation") and (s.attributes or {}).get("memwarden.tenant") == t
+    ]
+    [span] = spans
+    attrs = dict(span.attributes or {})
+    assert attrs["memwarden.candidates.count"] == 1 and attrs["memwarden.candidates.stored"] == 1
+    assert attrs["memwarden.extractor"] == "rules-v1" and attrs["memwarden.workflow.id"] == body["workflow_id"]
+    assert not any("Quetzalcoatlus" in str(v) for v in attrs.values())
+    metrics = (await http.get("/metrics")).text
+    lines = metrics.splitlines()
+    assert any(
+        line.startswith("memwarden_conversations_total{") and 'extractor="rules-v1"' in line for line in lines
+    ), metrics
+    assert any(
+        line.startswith("memwarden_conversation_candidates_total{")
+        and 'decision="ADD"' in line
+        and 'kind="preference"' in line
+        for line in lines
+    ), metrics
+    assert "Quetzalcoatlus" not in metrics
