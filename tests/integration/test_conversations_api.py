@@ -18,6 +18,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from memwarden.records import Status
+from memwarden.stores.summaries import summaries_touching
 from tests.integration.api_stack import assert_problem
 from tests.stack_support import Stack, embedded_stack
 
@@ -164,8 +165,6 @@ async def test_near_duplicate_episodes_of_a_session_are_consolidated_into_its_su
     assert body["summary_id"] is not None
     summary = await stack.deps.store.get_memory(t, body["summary_id"])
     assert summary is not None and summary.type.value == "summary" and summary.slot.startswith("summary.session.")
-    from memwarden.stores.summaries import summaries_touching
-
     [(found, lineage)] = await summaries_touching(stack.deps.store, t, [episodes[0]["memory_id"]])
     assert found.id == summary.id
     assert sorted(lineage) == sorted(e["memory_id"] for e in episodes[:2]), "only the near-duplicates"
