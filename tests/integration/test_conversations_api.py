@@ -9,6 +9,7 @@ sessions is staged as a durable preference; near-duplicate episodes of a session
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -207,6 +208,26 @@ async def test_bad_input_is_a_problem_naming_the_field(stack: Stack, http: httpx
     for body, status, field in cases:
         answer = await http.post("/v1/conversations", headers=headers, json=body)
         assert_problem(answer, status, field=field)
+    for message in (
+        {"role": "user", "content": "tea\u0000coffee"},
+        {"role": "user", "content": "x", "turn_id": "\u0000"},
+    ):
+        answer = await http.post("/v1/conversations", headers=headers, json={"session_id": "s", "messages": [message]})
+        assert_problem(answer, 422)
+    raws = [
+        json.dumps({"session_id": "s", "messages": [{"role": "user", "content": "I live in \ud800 Oslo."}]}).encode(),
+        json.dumps({"session_id": "s\ud800", "messages": ok}).encode(),
+        json.dumps({"session_id": "s" * 10_000, "messages": ok}).encode(),
+        json.dumps({"session_id": "s", "messages": ok * 201}).encode(),
+        json.dumps({"session_id": "s", "messages": [{"role": "user", "content": {"nested": ["deep"] * 100}}]}).encode(),
+        json.dumps({"session_id": "s", "messages": "I live in Oslo."}).encode(),
+    ]
+    for raw in raws:
+        answer = await http.post(
+            "/v1/conversations", headers=headers | {"Content-Type": "application/json"}, content=raw
+        )
+        assert 400 <= answer.status_code < 500, f"{answer.status_code} for {raw[:60]!r}: {answer.text[:300]}"
+        assert_problem(answer, answer.status_code)
     operator = await http.post(
         "/v1/conversations", headers=stack.auth(t, "op", role="operator"), json={"session_id": "s", "messages": ok}
     )
