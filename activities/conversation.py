@@ -114,7 +114,8 @@ class ConversationActivities:
     async def extract_conversation(self, request: ConversationInput) -> Extraction:
         store = self.deps.store
         ids = await resolve_handle(store, request.subject_ref)
-        if ids is None:
+        if ids is None:  # expired, or the owner was erased meanwhile: no one left to remember for
+            await store.delete_candidate(request.conversation_ref)
             raise gone(request.subject_ref)
         owner_id = str(ids["owner_id"])
         session_id, received_at, messages, turns = await self._conversation(request.conversation_ref)

@@ -10,7 +10,7 @@ same rows, and a candidate whose row already exists is answered from it without 
 
 Candidates are decided in message order (a correction after the statement it corrects); with a
 concurrency above 1, a batch never holds two candidates of one slot. Then the session's near-duplicate
-episodes are consolidated into its summary, and the parked conversation is dropped.
+episodes are consolidated into its summary, and the parked conversation is dropped (however the run ends).
 
 Startable as a child workflow with the same input (a bulk import runs one per conversation).
 """
@@ -75,7 +75,18 @@ class ConversationWorkflow:
     @workflow.run
     async def run(self, request: ConversationInput, policy: GatePolicy | None = None) -> ConversationResult:
         request = ConversationInput.model_validate(request)
-        policy = policy or DEFAULT_POLICY
+        try:
+            return await self._run(request, policy or DEFAULT_POLICY)
+        finally:
+            # The parked messages leave the store however the run ends (a failed run is sent again whole).
+            await workflow.execute_activity(
+                RELEASE_CONVERSATION,
+                request.conversation_ref,
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=ACTIVITY_RETRY,
+            )
+
+    async def _run(self, request: ConversationInput, policy: GatePolicy) -> ConversationResult:
         extraction = await workflow.execute_activity(
             EXTRACT_CONVERSATION,
             request,
@@ -131,12 +142,6 @@ class ConversationWorkflow:
                 start_to_close_timeout=timedelta(minutes=2),
                 retry_policy=ACTIVITY_RETRY,
             )
-        await workflow.execute_activity(
-            RELEASE_CONVERSATION,
-            request.conversation_ref,
-            start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=ACTIVITY_RETRY,
-        )
         return ConversationResult(
             outcomes=outcomes,
             extractor=extraction.extractor,

@@ -17,11 +17,16 @@ from typing import Any
 import httpx
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from temporalio.client import WorkflowFailureError
 
-from memwarden.records import Status
+from memwarden.extract.base import Message
+from memwarden.keys import Purpose
+from memwarden.records import MessageRole, Scope, Status
+from memwarden.services.conversations import ConversationTarget, conversation_workflow_id, park_conversation
 from memwarden.stores.summaries import summaries_touching
 from tests.integration.api_stack import assert_problem
 from tests.stack_support import Stack, embedded_stack
+from workflows.conversation import ConversationWorkflow
 
 SPANS = InMemorySpanExporter()
 
@@ -263,3 +268,25 @@ async def test_the_route_has_a_span_and_metrics_with_counts_only(stack: Stack, h
         for line in lines
     ), metrics
     assert "Quetzalcoatlus" not in metrics
+
+
+async def test_a_conversation_whose_owner_is_gone_leaves_nothing_parked(stack: Stack) -> None:
+    """The owner erased between parking and extraction (their handle deleted): the run fails, nothing is
+    stored, and the parked messages are dropped all the same."""
+    t = tenant()
+    target = ConversationTarget(t, "hana", Scope.USER, None, None, "user:hana", "pseudonym-h")
+    messages = [Message(role=MessageRole.USER, content="I live in Quito.")]
+    request = await park_conversation(
+        stack.deps.store, stack.settings.key_for(Purpose.SUBJECT_HANDLES), target, "s-gone", messages
+    )
+    await stack.deps.store.delete_candidate(request.subject_ref)
+    with pytest.raises(WorkflowFailureError):
+        await stack.client.execute_workflow(
+            ConversationWorkflow.run,
+            args=[request, stack.settings.gate_policy],
+            id=conversation_workflow_id(request),
+            task_queue=stack.settings.temporal_task_queue,
+        )
+    assert await stack.deps.store.get_candidate(request.conversation_ref) is None
+    events, _ = await stack.deps.store.list_audit(t, limit=10, cursor=None, oldest_first=True)
+    assert [e for e in events if e.memory_id] == []
