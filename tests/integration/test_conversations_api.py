@@ -19,6 +19,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.client import WorkflowFailureError
 
+from memwarden.client import MemwardenClient, MemwardenError
 from memwarden.extract.base import Message
 from memwarden.keys import Purpose
 from memwarden.records import MessageRole, Scope, Status
@@ -290,3 +291,14 @@ async def test_a_conversation_whose_owner_is_gone_leaves_nothing_parked(stack: S
     assert await stack.deps.store.get_candidate(request.conversation_ref) is None
     events, _ = await stack.deps.store.list_audit(t, limit=10, cursor=None, oldest_first=True)
     assert [e for e in events if e.memory_id] == []
+
+
+async def test_the_python_client_hands_over_a_conversation(stack: Stack) -> None:
+    t = tenant()
+    token = stack.auth(t, "ivan")["Authorization"].removeprefix("Bearer ")
+    async with MemwardenClient(stack.base_url, token) as mw:
+        answer = await mw.remember_conversation("s-client", [{"role": "user", "content": "I'm a vegan."}])
+        assert [(c["kind"], c["decision"]) for c in answer["candidates"]] == [("preference", "ADD")]
+        with pytest.raises(MemwardenError) as refused:
+            await mw.remember_conversation("s-client", [])
+    assert refused.value.status == 422
