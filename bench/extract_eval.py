@@ -11,6 +11,8 @@ none (questions, requests, small talk, reported speech, hypotheticals, failed to
 - `extract_holdout.jsonl` was written before the rules were run on anything and never tuned on: its
   figure is the honest one. Its first look is recorded in `FIRST_LOOK` and printed beside today's.
 - `extract_dev.jsonl` was written with it, and the rules were then tuned on dev only.
+- `extract_holdout2.jsonl` was written after that tuning, as a second look at unanticipated phrasings, and
+  measured once; it is never tuned on either.
 
 A proposal matches a note of the same message with the same type, lifetime and source kind (greedy, one
 to one); slot and kind agreement are reported over the matched notes that name one.
@@ -41,13 +43,14 @@ from memwarden.extract.rules import RuleExtractor  # noqa: E402
 from memwarden.records import MessageRole  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
-SPLITS = ("dev", "holdout")
+SPLITS = ("dev", "holdout", "holdout2")
 REFERENCE_TIME = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
 """Every labelled message is read as sent at this time (the dates in it resolve against it)."""
 DEFAULT_LOCOMO = ROOT.parent / "shared" / "bench" / "locomo10.json"
 FIRST_LOOK = {
     "dev": {"precision": 0.95, "recall": 0.87},
     "holdout": {"precision": 0.97, "recall": 0.67},
+    "holdout2": {"precision": 0.95, "recall": 0.65},
 }
 """Each split the first time the rules ran on it, before any tuning (the held-out split is never tuned on)."""
 
@@ -205,7 +208,7 @@ def markdown(report: dict[str, Any], *, errors: bool = False) -> str:
         )
     out.append(
         "**Rule-based extractor (`rules-v1`) on the labelled set** (bench/data/extract_*.jsonl; a match is the "
-        "same message, type, lifetime and source kind; the held-out split was never tuned on)\n"
+        "same message, type, lifetime and source kind; the held-out splits were never tuned on)\n"
     )
     out.append(
         published.table(
