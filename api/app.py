@@ -14,7 +14,19 @@ from api.input_guard import InputGuardMiddleware
 from api.limits import BodyLimitMiddleware
 from api.mcp import McpMount
 from api.me import routes as me_routes
-from api.routes import audit, codec, correct, events, export, forget, health, memories, retention, search
+from api.routes import (
+    audit,
+    codec,
+    conversations,
+    correct,
+    events,
+    export,
+    forget,
+    health,
+    memories,
+    retention,
+    search,
+)
 from api.routes import settings as settings_routes
 from api.state import ApiState
 from api.telemetry import metrics_router
@@ -65,6 +77,7 @@ def create_app(
     app.add_middleware(TokenPrefetchMiddleware, verifier=settings.token_verifier)
     app.include_router(health.router)
     app.include_router(memories.router)
+    app.include_router(conversations.router)
     app.include_router(correct.router)
     app.include_router(retention.router)
     app.include_router(search.router)

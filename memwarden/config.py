@@ -58,6 +58,11 @@ SECRET_FIELDS = frozenset(
 """Settings whose values are credentials (or embed them): a Secret / env file, never a ConfigMap or a log."""
 
 
+class ExtractorKind(StrEnum):
+    RULES = "rules"
+    LLM = "llm"
+
+
 class OtelExporter(StrEnum):
     NONE = "none"
     OTLP = "otlp"
@@ -327,6 +332,40 @@ class Settings(BaseSettings):
         ge=1,
         le=1000,
         description="Search: candidates each retriever (dense, BM25) offers to ranking, at least 4 x k.",
+    )
+
+    extractor: ExtractorKind = Field(
+        default=ExtractorKind.RULES,
+        description="Conversations: which extractor proposes candidates: rules (offline) or llm (EXTRACT_LLM_*).",
+    )
+    extract_llm_base_url: str | None = Field(
+        default=None,
+        description="Conversations: an OpenAI-compatible API's base URL (its /chat/completions is called).",
+    )
+    extract_llm_model: str = Field(default="gpt-4o-mini", description="Conversations: the chat model to ask.")
+    extract_llm_api_key: str | None = Field(
+        default=None, description="Conversations: the endpoint's bearer key (never logged)."
+    )
+    extract_llm_timeout_seconds: float = Field(
+        default=20.0, gt=0, le=300, description="Conversations: how long one chat-completions call may take."
+    )
+    extract_llm_retries: int = Field(
+        default=2, ge=0, le=10, description="Conversations: retries of a failed or malformed completion."
+    )
+    guidance_repeat_sessions: int = Field(
+        default=3,
+        ge=2,
+        le=50,
+        description="Conversations: sessions repeating task guidance before it is proposed as a preference.",
+    )
+    conversation_concurrency: int = Field(
+        default=1,
+        ge=1,
+        le=16,
+        description="Conversations: candidates decided at once (1: in message order; more: never two of a slot).",
+    )
+    max_conversation_messages: int = Field(
+        default=200, ge=1, le=5000, description="Conversations: most messages one request may hand over."
     )
 
     workflow_timeout_seconds: float = Field(
