@@ -19,7 +19,6 @@ from datetime import UTC, datetime, timedelta
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from memwarden.services.deps import Deps
 from memwarden.errors import CandidateGone
 from memwarden.extract.base import Extractor, Kind, Lifetime, Message, Proposal
 from memwarden.extract.llm import LlmExtractor
@@ -44,6 +43,7 @@ from memwarden.records import (
     content_hash,
     namespace_label,
 )
+from memwarden.services.deps import Deps
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
 from memwarden.stores.conversations import guidance_sessions, guidance_slot, session_episodes
