@@ -10,6 +10,7 @@ from datetime import timedelta
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.conversation import ConversationActivities
 from activities.forget import ForgetActivities
 from activities.memory import MemoryActivities
 from activities.remediation import RemediationActivities
@@ -81,6 +82,7 @@ def build_worker(client: Client, deps: Deps) -> Worker:
     activities = [
         *MemoryActivities(deps).all(),
         *RememberActivities(deps).all(),
+        *ConversationActivities(deps).all(),
         *ForgetActivities(deps).all(),
         *SummaryActivities(deps).all(),
         *ReplicaActivities(deps).all(),

@@ -1,5 +1,6 @@
 """Every workflow the worker registers (and replay tests replay), in one list."""
 
+from workflows.conversation import ConversationWorkflow
 from workflows.forget import ForgetWorkflow
 from workflows.health import HealthWorkflow
 from workflows.pending import PendingWriteWorkflow
@@ -12,6 +13,7 @@ from workflows.summarize import SummarizeWorkflow
 
 ALL_WORKFLOWS = [
     RememberWorkflow,
+    ConversationWorkflow,
     PendingWriteWorkflow,
     RetrieveWorkflow,
     HealthWorkflow,
@@ -27,6 +29,7 @@ ALL_WORKFLOWS = [
 
 __all__ = [
     "ALL_WORKFLOWS",
+    "ConversationWorkflow",
     "ForgetWorkflow",
     "HealthWorkflow",
     "InvalidateWorkflow",

@@ -84,3 +84,35 @@ async def test_single_statement_reads_open_no_transaction_and_writes_still_do(tm
     finally:
         sa.event.remove(store.engine.sync_engine, "before_cursor_execute", capture)
         await store.close()
+
+
+async def test_no_log_record_carries_a_parameter_even_at_debug(tmp_path: Path) -> None:
+    """aiosqlite logs each call with its arguments at DEBUG: the store keeps those records from existing,
+    so a root logger at DEBUG (an operator chasing a bug) still never sees what was written."""
+    import logging
+    from datetime import timedelta
+
+    marker = "synthetic-marker-zq7vlx"
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    root = logging.getLogger()
+    handler, level = Keep(level=logging.DEBUG), root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        store = await _store(tmp_path / "logs.db")
+        try:
+            expires = datetime.now(UTC) + timedelta(days=1)
+            await store.put_candidates([("ref-1", "t-1", marker, expires)])
+            assert await store.get_candidate("ref-1") == marker
+        finally:
+            await store.close()
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+    assert records  # the handler saw the store's work (alembic's at least)
+    assert not [r.name for r in records if marker in r.getMessage()]

@@ -56,6 +56,7 @@ LONG_LIVED = (
     "RetentionWorkflow",
     "SummarizeWorkflow",
     "RollbackWorkflow",
+    "ConversationWorkflow",
 )
 """Runs that can outlive a deploy: they wait on a confirmation window, durable timers, signals,
 children or server-side activity retries, with no execution timeout over them."""

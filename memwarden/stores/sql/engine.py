@@ -9,6 +9,7 @@ processes may migrate at once.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import weakref
 from collections.abc import AsyncIterator
@@ -39,6 +40,11 @@ _MIGRATE_LOCK_KEY = 0x6D77_6D69_6772_6174
 _MIGRATE_SQLITE_ATTEMPTS = 12
 """Attempts, each waiting up to the 5 s busy timeout: about a minute for another process's migration."""
 _PING_TIMEOUT = 2.0
+
+# aiosqlite logs every call at DEBUG with its arguments, SQL parameters (memory content) included, and
+# `hide_parameters` covers only SQLAlchemy's own records: those records are never created, whatever
+# level the application's root logger is at.
+logging.getLogger("aiosqlite").setLevel(logging.INFO)
 
 
 async def create_engine(url: str, *, schema: str | None = None) -> AsyncEngine:
