@@ -17,7 +17,7 @@ from temporalio import activity
 
 from activities.deps import Deps
 from memwarden import telemetry
-from memwarden.forget import receipt_hash, subject_hash, subject_key
+from memwarden.forget import receipt_hash, subject_key
 from memwarden.records import ForgetInput, ForgetPlan, ForgetResult, SinkEvidence, SinkTask
 from memwarden.sinks import (
     CacheSink,
@@ -31,6 +31,7 @@ from memwarden.sinks import (
 )
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.forget import DeletionRow, ForgetStore, build_receipt
+from memwarden.stores.tombstones import requester_hash
 from memwarden.temporal.names import FORGET_FINISH, FORGET_PLAN, FORGET_PURGE, FORGET_VERIFY
 
 HEARTBEAT_SECONDS = 2.0
@@ -180,7 +181,7 @@ class ForgetActivities:
         return ForgetResult(deletion_id=row.id, receipt_hash=digest, sinks=evidence)
 
     def _requester_hash(self, row: DeletionRow) -> str:
-        return subject_hash(subject_key(self.deps.settings.auth_secret_value), row.tenant_id, row.requester)
+        return requester_hash(subject_key(self.deps.settings.auth_secret_value), row.tenant_id, row.requester)
 
     def all(self) -> list[object]:
         return [self.forget_plan, self.forget_purge, self.forget_verify, self.forget_finish]
