@@ -14,11 +14,14 @@ for the content whose hash the input names, then decides with the whole gate.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import uuid
 
 from api.problems import Problem
 from api.state import ApiState
 from memwarden import detect
+from memwarden.keys import Purpose
 from memwarden.policy.gate import GateDecision, Screened, precheck
 from memwarden.records import Decision, RememberInput, RememberResult, Screening, namespace_label
 from memwarden.stores.audit import AuditEventIn
@@ -51,8 +54,36 @@ async def prescreen(state: ApiState, request: RememberInput, content: str) -> tu
     return screening, precheck(screened.gate_input(request), state.settings.gate_policy)
 
 
+def request_binding(state: ApiState, request: RememberInput) -> str:
+    """HMAC of (memory id, content hash) under the request-binding key: the same keyed write gives the
+    same value, other content under the same key another; without the service's secret it names nothing."""
+    key = state.settings.key_for(Purpose.REQUEST_BINDINGS)
+    return hmac.new(key, f"{request.memory_id}\x00{request.content_hash}".encode(), hashlib.sha256).hexdigest()
+
+
+async def rejected_before(state: ApiState, request: RememberInput) -> RememberResult | None:
+    """The answer a keyed write got when the API rejected it before parking, or None if it never was.
+
+    Raises `KeyReused` when the key was rejected for other content (the caller answers 409).
+    """
+    event = await state.store.get_audit_event(deny_event_id(request.memory_id))
+    if event is None or event.reason is None:
+        return None
+    if event.details.get("request_binding") != request_binding(state, request):
+        raise KeyReused(request.memory_id)
+    return RememberResult(decision=Decision.REJECT, reason=event.reason)
+
+
+class KeyReused(ValueError):
+    """An idempotency key proposed again with other content than it was first rejected for."""
+
+
 async def record_rejection(state: ApiState, request: RememberInput, rejected: GateDecision) -> RememberResult:
-    """The rejection's audit event (as the activity records one: no content hash, no memory id) and answer."""
+    """The rejection's audit event (as the activity records one: no content hash, no memory id) and answer.
+
+    A keyed write's event also holds its `request_binding`, so the key proposed again with other content
+    is refused as reused (as it was when a workflow's memo held the plain content hash)."""
+    binding = {"request_binding": request_binding(state, request)} if request.idempotency_key else {}
     await state.store.append_audit(
         AuditEventIn(
             id=deny_event_id(request.memory_id),
@@ -62,7 +93,7 @@ async def record_rejection(state: ApiState, request: RememberInput, rejected: Ga
             memory_id=None,
             namespace=namespace_label(request),
             reason=rejected.reason.value,
-            details={"type": request.type.value, "decision": Decision.REJECT.value, "screened_by": "api"},
+            details={"type": request.type.value, "decision": Decision.REJECT.value, "screened_by": "api", **binding},
         )
     )
     return RememberResult(decision=Decision.REJECT, reason=rejected.reason.value)

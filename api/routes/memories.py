@@ -13,7 +13,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.prescreen import prescreen, record_rejection
+from api.prescreen import KeyReused, prescreen, record_rejection, rejected_before
 from api.problems import Problem
 from api.routes.settings import memory_enabled
 from api.schemas import MemoryDetail, MemoryOut, MemoryPage, RememberOut
@@ -180,6 +180,13 @@ async def remember(
     in one transaction before the workflow starts, so the activity always finds them there, on whichever
     worker it runs; the screening travels with the input, so the detectors run once.
     """
+    if request.idempotency_key is not None:
+        try:
+            before = await rejected_before(state, request)
+        except KeyReused:
+            raise _key_reused() from None
+        if before is not None:
+            return before
     screening, rejected = await prescreen(state, request, content)
     if rejected is not None:
         return await record_rejection(state, request, rejected)
