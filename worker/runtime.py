@@ -24,6 +24,7 @@ from memwarden.audit_heads import CheckpointTimer, audit_heads
 from memwarden.config import Settings
 from memwarden.embed import Embedder, default_embedder
 from memwarden.stores.cache import open_cache
+from memwarden.stores.forget import ForgetStore
 from memwarden.stores.replicas import ReplicaStore
 from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import open_store
@@ -41,6 +42,7 @@ async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> 
     """Migrate the store, open the index and cache; close them all on exit."""
     store = await open_store(settings)
     await store.migrate()
+    await ForgetStore(store).scrub_purged()  # tombstones purged before they were scrubbed (a no-op after)
     index = open_index(settings)
     await index.ensure()
     emb = embedder or await asyncio.to_thread(default_embedder)

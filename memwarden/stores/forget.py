@@ -566,6 +566,41 @@ class ForgetStore:
                 await conn.execute(sa.delete(candidates).where(candidates.c.ref.in_(chunk)))
         return purged
 
+    async def scrub_purged(self) -> int:
+        """Reduce rows purged before tombstones were scrubbed to tombstones too, and pseudonymize the
+        requesters of older deletions; idempotent, so every worker runs it at start (a no-op once done).
+
+        A pass in code, not an Alembic migration: the pseudonyms need the service's key, which a
+        migration does not hold. Returns how many rows it changed.
+        """
+        m = memories.c
+        d = deletions.c
+        pseudonyms = self.store._pseudonyms
+        changed = 0
+        async with self.store.engine.connect() as conn:
+            rows = (
+                await conn.execute(
+                    sa.select(m.tenant_id, m.id).where(
+                        m.content.is_(None), m.purged_at.is_not(None), unscrubbed(pseudonyms)
+                    )
+                )
+            ).all()
+            requesters = (await conn.execute(sa.select(d.tenant_id, d.id, d.requester))).all()
+        by_tenant: dict[str, list[str]] = {}
+        for tenant_id, memory_id in rows:
+            by_tenant.setdefault(tenant_id, []).append(memory_id)
+        for tenant_id, ids in sorted(by_tenant.items()):
+            for chunk in _chunks(ids):
+                async with self.store.transaction() as conn:
+                    changed += await scrub(conn, tenant_id, chunk, pseudonyms)
+        for tenant_id, did, requester in requesters:
+            stored = stored_requester(pseudonyms, tenant_id, requester)
+            if stored != requester:
+                async with self.store.transaction() as conn:
+                    await conn.execute(sa.update(deletions).where(d.id == did).values(requester=stored))
+                changed += 1
+        return changed
+
     async def content_remaining(self, tenant_id: str, ids: list[str]) -> int:
         m = memories.c
         c = candidates.c

@@ -26,6 +26,7 @@ from memwarden.stores.audit import Pseudonymizer, is_pseudonym
 from memwarden.stores.forget import ForgetStore
 from memwarden.stores.replicas import ReplicaStore
 from memwarden.stores.sql import SqlStore
+from memwarden.stores.sql_models import deletions, memories
 from memwarden.stores.tombstones import requester_hash
 from tests.conftest import service_url
 from tests.integration.test_sinks_contract import lineage, record
@@ -135,3 +136,39 @@ async def test_a_replica_tombstone_names_no_owner_or_slot_and_postgres_is_vacuum
     assert (await ReplicaSink(replica).verify_absent(lineage(t, [copied.id]))).absent
     if replica.dialect == "postgresql":
         assert await _vacuums(replica) > vacuums  # the replica's own statistics: VACUUM ran on it
+
+
+async def test_rows_purged_before_the_scrub_are_scrubbed_at_start(store: SqlStore) -> None:
+    """A tombstone (and a deletion) written by an older release is reduced at worker start, once."""
+    t = f"t-{uuid.uuid4().hex[:8]}"
+    owner = f"alice{uuid.uuid4().hex[:8]}"
+    old = await store.insert_memory(
+        record(t, owner, "alice's old note", slot="notes.old", provenance=Provenance(session="s-old"))
+    )
+    now = datetime.now(UTC)
+    async with store.transaction() as conn:
+        await conn.execute(
+            sa.update(memories)
+            .where(memories.c.id == old.id)
+            .values(content=None, content_hash="", status=Status.PURGED.value, purged_at=now)
+        )
+        await conn.execute(
+            sa.insert(deletions).values(
+                id=f"d-{uuid.uuid4().hex[:8]}",
+                tenant_id=t,
+                requester=f"user:{owner}",
+                selector={"kind": "memory", "memory_id": old.id},
+                status="verified",
+                created_at=now,
+                updated_at=now,
+            )
+        )
+    forget = ForgetStore(store)
+    assert await forget.scrub_purged() >= 2
+    row = await store.get_memory(t, old.id)
+    assert row is not None and row.slot is None and row.provenance.session is None
+    assert row.owner_id == PSEUDONYMS.subject(t, owner)
+    async with store.engine.connect() as conn:
+        requesters = (await conn.execute(sa.select(deletions.c.requester).where(deletions.c.tenant_id == t))).scalars()
+        assert list(requesters) == [PSEUDONYMS.actor(t, f"user:{owner}")]
+    assert await forget.scrub_purged() == 0  # idempotent: nothing left to do
