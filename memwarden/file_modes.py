@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from pathlib import Path
 
 PRIVATE_DIR = 0o700
@@ -61,3 +62,14 @@ def check_key_file(path: Path) -> None:
             f"{path} has mode {mode:04o}: group or others may read it. Run `chmod 600 {path}` "
             "(and rotate the key if anyone else could have read it), then start again."
         )
+
+
+def with_umask(umask: int, argv: list[str]) -> list[str]:
+    """`argv` run under `umask`, through the interpreter (exec, so the pid is the program's own).
+
+    Why not Popen's `umask=`: uvloop, which `memwarden up` runs on, does not accept it; and changing
+    this process's umask around the spawn would race with its other threads creating files. The
+    Temporal dev server creates temporal.db itself (a file made for it beforehand is taken as an
+    already-initialised database), so only its umask can make the file 0600.
+    """
+    return [sys.executable, "-c", f"import os, sys; os.umask({umask:#o}); os.execvp(sys.argv[1], sys.argv[1:])", *argv]

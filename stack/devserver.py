@@ -20,7 +20,7 @@ from types import TracebackType
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 
-from memwarden.file_modes import PRIVATE_UMASK, private_dir, private_file
+from memwarden.file_modes import PRIVATE_UMASK, private_dir, private_file, with_umask
 
 STOP_GRACE_SECONDS = 10.0
 _LOG_NAME = "temporal-server.log"
@@ -140,12 +140,11 @@ class DevServer:
         log = await asyncio.to_thread(open, self.log_path, "ab")
         try:
             self._proc = await asyncio.create_subprocess_exec(
-                *cmd,
+                *with_umask(PRIVATE_UMASK, cmd),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
                 start_new_session=True,  # Ctrl-C reaches us, and we stop the server in order
-                umask=PRIVATE_UMASK,  # its temporal.db (-wal, -shm) is created 0600: it must not exist before
             )
         finally:
             log.close()
