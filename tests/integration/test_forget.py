@@ -179,6 +179,19 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
     )
     assert posted.status_code == 200, posted.text
     ids = [posted.json()["memory_id"]]
+    # A secret she proposed is rejected before it is parked: no file ever held it, before or after.
+    secret = "AKIA" + uuid.uuid4().hex[:16].upper().replace("0", "Q").replace("1", "Z")
+    refused = await http.post(
+        "/v1/memories",
+        json={
+            "content": f"alice's key is {secret}",
+            "type": "fact",
+            "source_kind": "user",
+            "reason": "user_stated_fact",
+        },
+        headers=alice,
+    )
+    assert (refused.json()["decision"], refused.json()["reason"]) == ("REJECT", "secret_detected"), refused.text
     cited = await seed(
         stack.deps, t, owner, "alice's bicycle is insured", source_ref=SourceRef(system="crm", key=record_key)
     )
@@ -263,6 +276,7 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
     # the owner (a tombstone's owner and the deletion's requester are keyed pseudonyms).
     for left in (session, slot, record_key, owner):
         assert scan(stack.settings.data_dir, left.encode()) == [], left
+    assert scan(stack.settings.data_dir, secret.encode()) == []  # the rejected secret never reached a file
     replica_dir = Path(make_url(stack.settings.replica_urls[0]).database or "").parent
     assert scan(replica_dir, marker.encode()) == []  # the replica's file too
     assert scan(replica_dir, owner.encode()) == [] and scan(replica_dir, slot.encode()) == []
