@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from temporalio.client import Client
 
-from api import problems
+from api import mcp, problems
 from api.input_guard import InputGuardMiddleware
 from api.limits import BodyLimitMiddleware
+from api.mcp import McpMount
 from api.me import routes as me_routes
-from api.routes import audit, codec, correct, events, export, forget, health, memories, retention, search
+from api.routes import (
+    audit,
+    codec,
+    conversations,
+    correct,
+    events,
+    export,
+    forget,
+    health,
+    memories,
+    retention,
+    search,
+)
 from api.routes import settings as settings_routes
 from api.state import ApiState
 from api.telemetry import metrics_router
@@ -32,6 +46,8 @@ def create_app(
 ) -> FastAPI:
     """Build the app; pass `temporal` to share a client with an in-process worker (eager start)."""
 
+    mcp_mount: McpMount | None = None
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         from memwarden.temporal.client import connect
@@ -44,7 +60,8 @@ def create_app(
         await asyncio.to_thread(detect.warm_up)
         app.state.mw = ApiState(settings=settings, store=sql, temporal=client, sources=sources)
         try:
-            yield
+            async with mcp_mount.running() if mcp_mount else contextlib.nullcontext():
+                yield
         finally:
             if own_store:
                 await sql.close()
@@ -54,6 +71,9 @@ def create_app(
         version="1",
         summary="A governed memory service for AI agents.",
         lifespan=lifespan,
+        # FastAPI's own OpenTelemetry (on whenever the process has a global provider) records each request's
+        # path and query, ids and selectors a caller typed: memwarden's spans are its own, content-free ones.
+        telemetry={"tracing": False, "metrics": False, "logs": False, "auto_configure": False},
     )
     problems.install(app)
     app.add_middleware(InputGuardMiddleware, verifier=settings.token_verifier)  # inside the body limit
@@ -61,6 +81,7 @@ def create_app(
     app.add_middleware(TokenPrefetchMiddleware, verifier=settings.token_verifier)
     app.include_router(health.router)
     app.include_router(memories.router)
+    app.include_router(conversations.router)
     app.include_router(correct.router)
     app.include_router(retention.router)
     app.include_router(search.router)
@@ -75,4 +96,6 @@ def create_app(
     app.include_router(me_routes.router)
     me_routes.mount_static(app)
     app.include_router(events.router)
+    if mcp.wanted(settings):
+        mcp_mount = mcp.mount(app, settings)  # the mcp extra: imported only now
     return app

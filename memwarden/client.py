@@ -99,6 +99,14 @@ class MemwardenClient:
                 body[name] = body[name].model_dump(exclude_none=True)
         return RememberAnswer.model_validate(await self._call("POST", "/v1/memories", json=body))
 
+    async def remember_conversation(
+        self, session_id: str, messages: list[dict[str, Any]], **fields: Any
+    ) -> dict[str, Any]:
+        """Hand over a conversation (`[{role, content, timestamp?, turn_id?}]`); memwarden extracts what is
+        worth remembering and the gate decides each candidate. Sending it again stores nothing twice."""
+        body = {"session_id": session_id, "messages": messages, **fields}
+        return await self._call("POST", "/v1/conversations", json=body)  # type: ignore[no-any-return]
+
     async def search(
         self, query: str, *, k: int | None = None, types: list[str] | None = None, consequence: str | None = None
     ) -> SearchAnswer:

@@ -15,3 +15,8 @@ class CandidateGone(Exception):
     def __init__(self, ref: str) -> None:
         super().__init__(f"candidate {ref} is gone")
         self.ref = ref
+
+
+class DeletionMissing(LookupError):
+    """The workflow names a deletion the store does not hold (never retried into success: the forget
+    workflow lists it among its non-retryable error types)."""

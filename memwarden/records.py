@@ -661,3 +661,95 @@ class InvalidateResult(BaseModel):
     stale: int
     invalidated: int
     revalidated: int
+
+
+class MessageRole(StrEnum):
+    """Who spoke a turn of a conversation handed to `POST /v1/conversations`."""
+
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+    SYSTEM = "system"
+
+
+class ConversationInput(BaseModel):
+    """ConversationWorkflow's input: where the conversation is parked and whom it is for, no text.
+
+    `conversation_ref` names the claim check holding the messages (JSON); `subject_ref` the handle holding
+    the owner's id and the writer (as for Remember). `namespace_key` is a UUID fixed by (tenant, caller,
+    session): each candidate's memory id is derived from it, the turn and the candidate's index, so the same
+    turn sent again names the same memories. `session_key` is a keyed hash of the session id (the session id
+    itself is the caller's text and stays in the claim check)."""
+
+    conversation_ref: str
+    namespace_key: str
+    session_key: str
+    message_count: int
+    tenant_id: str
+    scope: Scope
+    agent_id: str | None = None
+    store: str | None = None
+    actor: str
+    subject_ref: str
+    concurrency: int = Field(default=1, ge=1, le=16)
+
+
+class ExtractedCandidate(BaseModel):
+    """One candidate the extractor proposed, sealed for history: the RememberWorkflow input (its content
+    parked under `candidate.candidate_ref`) and the message it came from, by index and turn id."""
+
+    candidate: RememberInput
+    message_index: int
+    turn_id: str | None = None
+    extractor: str
+    kind: str
+    """What the extractor saw (`preference`, `fact`, `plan`, `correction`, `task_guidance`, `episode`,
+    `repeated_guidance`): a code, never text."""
+    known: RememberResult | None = None
+    """Set when an earlier run already decided this candidate (its memory row exists): no child runs."""
+
+
+class Extraction(BaseModel):
+    """What `extract_conversation` returns: every sealed candidate, in message order."""
+
+    candidates: list[ExtractedCandidate]
+    extractor: str
+
+
+class CandidateOutcome(BaseModel):
+    """Per candidate of a conversation: the gate's answer and the message it came from."""
+
+    message_index: int
+    turn_id: str | None = None
+    kind: str
+    type: MemoryType
+    decision: Decision
+    reason: str
+    memory_id: str | None = None
+    supersedes: str | None = None
+    workflow_id: str | None = None
+
+
+class ConsolidateInput(BaseModel):
+    """`consolidate_session`'s input: the session's episodic memories written by this conversation."""
+
+    tenant_id: str
+    subject_ref: str
+    conversation_ref: str
+    session_key: str
+    actor: str
+    memory_ids: list[str]
+
+
+class ConsolidateResult(BaseModel):
+    summary_id: str | None = None
+    derived_from: int = 0
+
+
+class ConversationResult(BaseModel):
+    """ConversationWorkflow's answer: one outcome per candidate, in message order, and the session summary."""
+
+    outcomes: list[CandidateOutcome]
+    extractor: str
+    summary_id: str | None = None
+    summary_derived_from: int = 0

@@ -22,6 +22,7 @@ from memwarden.stores.forget import ForgetStore
 from memwarden.stores.replicas import ReplicaStore
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.summaries import (
+    SUMMARY_SLOT,
     Summarizer,
     derive,
     purge_summary,
@@ -223,6 +224,7 @@ class SummarySink:
                         max_chars=self.max_chars,
                         actor="system:forget",
                         now=now,
+                        slot=summary.slot or SUMMARY_SLOT,
                     )
             if await purge_summary(self.store, lineage.tenant_id, summary.id, now):
                 purged += 1

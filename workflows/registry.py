@@ -1,5 +1,6 @@
 """Every workflow the worker registers (and replay tests replay), in one list."""
 
+from workflows.conversation import ConversationWorkflow
 from workflows.forget import ForgetWorkflow
 from workflows.health import HealthWorkflow
 from workflows.pending import PendingWriteWorkflow
@@ -11,6 +12,7 @@ from workflows.summarize import SummarizeWorkflow
 
 ALL_WORKFLOWS = [
     RememberWorkflow,
+    ConversationWorkflow,
     PendingWriteWorkflow,
     RetrieveWorkflow,
     HealthWorkflow,
@@ -24,6 +26,7 @@ ALL_WORKFLOWS = [
 
 __all__ = [
     "ALL_WORKFLOWS",
+    "ConversationWorkflow",
     "ForgetWorkflow",
     "HealthWorkflow",
     "InvalidateWorkflow",

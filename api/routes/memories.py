@@ -19,7 +19,6 @@ from api.routes.settings import memory_enabled
 from api.schemas import MemoryDetail, MemoryOut, MemoryPage, RememberOut
 from api.state import ApiState, Caller, State
 from api.telemetry import traced
-from memwarden import randomness
 from memwarden.identity import (
     Forbidden,
     Principal,
@@ -59,7 +58,7 @@ CLAIM_CHECK_TTL = timedelta(days=1)
 def _memory_id(tenant: str, actor: str, key: str | None) -> str:
     """A fresh id, or one fixed by the caller's idempotency key (same key, same record)."""
     if key is None:
-        return str(randomness.uuid4())
+        return str(uuid.uuid4())
     return str(uuid.uuid5(_IDEMPOTENCY_NS, f"{tenant}\x00{actor}\x00{key}"))
 
 

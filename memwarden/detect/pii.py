@@ -352,22 +352,28 @@ def _build_analyzer() -> Any:
 
     class OnceEachIpRecognizer(IpRecognizer):  # type: ignore[misc]
         """Presidio's IP recognizer, validating each distinct candidate once per text: a run such as
-        "1.1.1.1.1..." offers the same few strings hundreds of times, and each validation parses it."""
+        "1.1.1.1.1..." offers the same few strings hundreds of times, and each validation parses it.
+
+        One instance serves every screening thread, so the per-text memo lives in a thread-local, never
+        on the instance (the engine is shared; a memo on `self` is swapped under another thread's call).
+        """
+
+        _memo = threading.local()
 
         def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[Any]:
-            seen: dict[str, bool] = {}
-            validate = super().invalidate_result
-
-            def once(pattern_text: str) -> bool:
-                if pattern_text not in seen:
-                    seen[pattern_text] = validate(pattern_text)
-                return seen[pattern_text]
-
-            self.invalidate_result = once  # type: ignore[method-assign]
+            self._memo.seen = {}
             try:
                 return list(super().analyze(text, entities, nlp_artifacts))
             finally:
-                del self.invalidate_result
+                self._memo.seen = None
+
+        def invalidate_result(self, pattern_text: str) -> bool:
+            seen: dict[str, bool] | None = getattr(self._memo, "seen", None)
+            if seen is None:
+                return bool(super().invalidate_result(pattern_text))
+            if pattern_text not in seen:
+                seen[pattern_text] = bool(super().invalidate_result(pattern_text))
+            return seen[pattern_text]
 
     recognizers: list[Any] = [
         OfflineEmailRecognizer(),

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memwarden import randomness
 from memwarden.forget import subject_hash
 from memwarden.records import POLICY_VERSION
 
@@ -47,7 +47,7 @@ class AuditEventIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str = Field(default_factory=lambda: str(randomness.uuid4()), min_length=1, max_length=64)
+    id: str = Field(default_factory=lambda: str(uuid.uuid4()), min_length=1, max_length=64)
     """Idempotency: appending an id that is already in the chain is a no-op (retried activities)."""
     at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     tenant_id: str = Field(min_length=1)

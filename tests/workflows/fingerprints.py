@@ -55,6 +55,7 @@ LONG_LIVED = (
     "PeriodicRevalidationWorkflow",
     "RetentionWorkflow",
     "SummarizeWorkflow",
+    "ConversationWorkflow",
 )
 """Runs that can outlive a deploy: they wait on a confirmation window, durable timers, signals,
 children or server-side activity retries, with no execution timeout over them."""

@@ -37,14 +37,17 @@ from typing import Any
 from temporalio.client import Client, WorkflowFailureError
 
 from memwarden.config import Settings
+from memwarden.extract.base import Message
 from memwarden.forget import MemorySelector, SourceSelector, selector_key, subject_key
 from memwarden.identity import Principal, Role, read_filter
+from memwarden.keys import Purpose
 from memwarden.policy.gate import GatePolicy
 from memwarden.records import (
     Decision,
     ForgetInput,
     InvalidateInput,
     MemoryType,
+    MessageRole,
     Provenance,
     RememberInput,
     RememberResult,
@@ -63,6 +66,7 @@ from memwarden.records import (
     SourceRef,
     content_hash,
 )
+from memwarden.services.conversations import ConversationTarget, park_conversation
 from memwarden.services.deps import Deps
 from memwarden.stores.forget import ForgetStore
 from memwarden.stores.sql import SqlStore
@@ -76,6 +80,7 @@ from worker.runtime import build_worker, open_deps
 from workflows.pending import pending_workflow_id
 from workflows.registry import (
     ALL_WORKFLOWS,
+    ConversationWorkflow,
     ForgetWorkflow,
     HealthWorkflow,
     PendingWriteWorkflow,
@@ -262,7 +267,7 @@ AGENT = Principal(tenant=TENANT, sub="svc-planner", role=Role.AGENT, agent="plan
 SYNTHETIC = {
     "pref": "synthetic preference: prefers the color teal for dashboard charts",
     "pref_new": "synthetic preference: prefers the color amber for dashboard charts",
-    "agent": "synthetic agent note: user-a reviews plans on weekday mornings",
+    "agent": "synthetic episode: user-a met the planner for coffee on a tuesday",
     "secret": "synthetic deploy key AKIAZ7QXW3SYNTH5EXMP with secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYSYNTHETICKEY",
     "staged_ok": "synthetic directive: from now on always summarise plans in three bullet points",
     "staged_no": "synthetic directive: from now on never mention weekend plans in summaries",
@@ -413,6 +418,37 @@ async def _summarize(client: Client, deps: Deps, tq: str, wid: str) -> object:
     result = await client.execute_workflow(SummarizeWorkflow.run, request, id=wid, task_queue=tq)
     if result.summary_id is None:
         raise RuntimeError("recording expected a summary")
+    return result
+
+
+CONVERSATION = (
+    (MessageRole.USER, "synthetic: I live in Tealtown and I love kite flying.", "c-u1"),
+    (MessageRole.ASSISTANT, "synthetic: glad to hear it, how can I help?", "c-a1"),
+    (MessageRole.USER, "synthetic: actually, I moved to Ambertown last month.", "c-u2"),
+    (MessageRole.USER, "synthetic: for this ticket, keep the reply very short.", "c-u3"),
+)
+
+
+async def _conversation(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    """A conversation handed over: extraction, one RememberWorkflow child per candidate (a correction among
+    them), no session consolidation (no episodes), the conversation released."""
+    messages = [Message(role=role, content=text, turn_id=turn) for role, text, turn in CONVERSATION]
+    target = ConversationTarget(
+        tenant_id=TENANT,
+        owner_id=ALICE.sub,
+        scope=Scope.USER,
+        agent_id=None,
+        store=None,
+        writer=ALICE.actor,
+        actor=ALICE.actor,
+    )
+    request = await park_conversation(
+        deps.store, deps.settings.key_for(Purpose.SUBJECT_HANDLES), target, "session-synthetic", messages
+    )
+    result = await client.execute_workflow(ConversationWorkflow.run, args=[request, POLICY], id=wid, task_queue=tq)
+    got = [o.decision for o in result.outcomes]
+    if got != [Decision.ADD, Decision.ADD, Decision.UPDATE, Decision.ADD]:
+        raise RuntimeError(f"recording expected ADD, ADD, UPDATE, ADD from the conversation, got {got}")
     return result
 
 
@@ -639,6 +675,7 @@ CASES: tuple[Case, ...] = (
     Case("InvalidateWorkflow", "one_event", _invalidate),
     Case("PeriodicRevalidationWorkflow", "sweep", _periodic),
     Case("RetrieveWorkflow", "read_deadline", _retrieve_deadline),
+    Case("ConversationWorkflow", "extracted", _conversation),
 )
 
 
