@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -33,6 +34,7 @@ from api.routes import settings as settings_routes
 from api.state import ApiState
 from api.telemetry import metrics_router
 from api.token_prefetch import TokenPrefetchMiddleware
+from memwarden import detect
 from memwarden.config import Settings
 from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import SqlStore, open_store
@@ -56,6 +58,8 @@ def create_app(
         sql = store or await open_store(settings)
         client = temporal or await connect(settings)
         sources = SourceRegistry.from_file(settings.sources_path)  # configs only: the API never fetches
+        # The API screens every proposal before parking it (api.prescreen): build the detectors now.
+        await asyncio.to_thread(detect.warm_up)
         app.state.mw = ApiState(settings=settings, store=sql, temporal=client, sources=sources)
         try:
             async with mcp_mount.running() if mcp_mount else contextlib.nullcontext():

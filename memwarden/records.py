@@ -418,6 +418,10 @@ class RememberInput(BaseModel):
     subject_ref: str | None = None
     """A subject handle (memwarden.stores.subjects) holding `owner_id` and `provenance.writer`, which are
     then empty here: history names nobody. None when the starter carries the ids itself (tests)."""
+    screening: Screening | None = None
+    """The detectors' codes for this content, when the API already screened it before parking it (it
+    parks only what passed). The activity reuses them only for the content whose hash is
+    `content_hash`, and still decides; None: the activity screens (older histories, direct starters)."""
 
 
 class RememberResult(BaseModel):

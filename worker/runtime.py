@@ -26,6 +26,7 @@ from memwarden.embed import Embedder, default_embedder
 from memwarden.services.deps import Deps
 from memwarden.services.indexing import reconcile_index
 from memwarden.stores.cache import open_cache
+from memwarden.stores.forget import ForgetStore
 from memwarden.stores.replicas import ReplicaStore
 from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import open_store
@@ -43,6 +44,7 @@ async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> 
     """Migrate the store, open the index and cache; close them all on exit."""
     store = await open_store(settings)
     await store.migrate()
+    await ForgetStore(store).scrub_purged()  # tombstones purged before they were scrubbed (a no-op after)
     index = open_index(settings)
     await index.ensure()
     emb = embedder or await asyncio.to_thread(default_embedder)
