@@ -22,7 +22,7 @@ from api.problems import Problem
 from api.state import ApiState
 from memwarden import detect
 from memwarden.keys import Purpose
-from memwarden.policy.gate import GateDecision, Screened, precheck
+from memwarden.policy.gate import GateDecision, GateReason, Screened, precheck
 from memwarden.records import Decision, RememberInput, RememberResult, Screening, namespace_label
 from memwarden.stores.audit import AuditEventIn
 
@@ -72,6 +72,22 @@ async def rejected_before(state: ApiState, request: RememberInput) -> RememberRe
     if event.details.get("request_binding") != request_binding(state, request):
         raise KeyReused(request.memory_id)
     return RememberResult(decision=Decision.REJECT, reason=event.reason)
+
+
+async def withheld_reason(content: str, source_kind: str) -> str | None:
+    """Why one conversation message may not be parked at all (a secret, a detector past its deadline), or None.
+
+    Only what the gate rejects whatever else it finds: a message with PII or an instruction is parked,
+    and the extractor and the gate decide what of it becomes memory, as for any candidate."""
+    try:
+        screening = await detect.screen_async(content, source_kind=source_kind)
+    except detect.DetectionError:
+        raise Problem(503, "remember_failed", "the conversation could not be screened; nothing was stored") from None
+    if screening.deadline_exceeded:
+        return GateReason.DETECTOR_DEADLINE.value
+    if screening.secrets:
+        return GateReason.SECRET_DETECTED.value
+    return None
 
 
 class KeyReused(ValueError):

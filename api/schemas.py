@@ -181,7 +181,9 @@ class ConversationCandidateOut(BaseModel):
     message_index: int
     turn_id: str | None = None
     kind: str
-    type: MemoryType
+    """What the extractor proposed (`preference`, `fact`, ...), or `message` for a message the API refused
+    to park (a secret): nothing was extracted from it, and its `type` is null."""
+    type: MemoryType | None = None
     decision: Decision
     reason: str
     memory_id: str | None = None
