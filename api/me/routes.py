@@ -198,9 +198,14 @@ async def home(
     principal = session.principal
     statuses = FILTERS.get(show, FILTERS["all"])
     try:
+        # With the person's pseudonym: their purged memories' tombstones name them by it (stores.tombstones)
+        pseudonym = state.pseudonyms.subject(principal.tenant, principal.sub)
         records, next_cursor = await state.store.list_memories(
-            subject_filter(principal.tenant, principal.sub, statuses), limit=PAGE_SIZE, cursor=cursor
+            subject_filter(principal.tenant, principal.sub, statuses, pseudonym=pseudonym),
+            limit=PAGE_SIZE,
+            cursor=cursor,
         )
+        records = [r.model_copy(update={"owner_id": principal.sub}) if r.owner_id == pseudonym else r for r in records]
     except ValueError:
         records, next_cursor = [], None
     pending, _ = await state.store.list_memories(
