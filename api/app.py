@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,6 +25,8 @@ from api.routes import (
     forget,
     health,
     memories,
+    moderation,
+    remediation,
     retention,
     search,
 )
@@ -31,6 +34,7 @@ from api.routes import settings as settings_routes
 from api.state import ApiState
 from api.telemetry import metrics_router
 from api.token_prefetch import TokenPrefetchMiddleware
+from memwarden import detect
 from memwarden.config import Settings
 from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import SqlStore, open_store
@@ -54,6 +58,8 @@ def create_app(
         sql = store or await open_store(settings)
         client = temporal or await connect(settings)
         sources = SourceRegistry.from_file(settings.sources_path)  # configs only: the API never fetches
+        # The API screens every proposal before parking it (api.prescreen): build the detectors now.
+        await asyncio.to_thread(detect.warm_up)
         app.state.mw = ApiState(settings=settings, store=sql, temporal=client, sources=sources)
         try:
             async with mcp_mount.running() if mcp_mount else contextlib.nullcontext():
@@ -88,6 +94,8 @@ def create_app(
         app.include_router(metrics_router)
     app.add_middleware(codec.CodecCORSMiddleware, origins=settings.codec_cors_origins)
     app.include_router(forget.router)
+    app.include_router(remediation.router)
+    app.include_router(moderation.router)
     app.include_router(export.router)
     app.include_router(me_routes.router)
     me_routes.mount_static(app)

@@ -40,6 +40,12 @@ class SearchIn(BaseModel):
         default=None, description="Only memories at or below this sensitivity (public < low < ... < restricted)."
     )
     consequence: Consequence = Consequence.LOW
+    session: str | None = Field(
+        default=None,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9_.:-]+$",
+        description="The conversation session asking (an id): recorded with the read, for blast-radius reviews.",
+    )
 
 
 class SearchResultOut(BaseModel):
@@ -175,7 +181,9 @@ class ConversationCandidateOut(BaseModel):
     message_index: int
     turn_id: str | None = None
     kind: str
-    type: MemoryType
+    """What the extractor proposed (`preference`, `fact`, ...), or `message` for a message the API refused
+    to park (a secret): nothing was extracted from it, and its `type` is null."""
+    type: MemoryType | None = None
     decision: Decision
     reason: str
     memory_id: str | None = None

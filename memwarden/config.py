@@ -20,6 +20,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memwarden.audit_signing import CheckpointSigner, CheckpointVerifier
+from memwarden.file_modes import check_key_file, private_dir
 from memwarden.jwks import JwksKeys, TokenVerifier
 from memwarden.keys import Purpose, derive_key, weak_secret_reason
 from memwarden.policy.gate import GatePolicy
@@ -244,7 +245,11 @@ class Settings(BaseSettings):
     metrics_enabled: bool = Field(default=True, description="Serve Prometheus metrics at GET /metrics.")
     me_cookie_secure: bool | None = Field(
         default=None,
-        description="Mark the /me page's session cookie Secure; default: when the request came over https.",
+        description="Mark the /me page's cookies Secure; default: always in production, else when over https.",
+    )
+    trusted_proxies: list[str] = Field(
+        default_factory=lambda: ["127.0.0.1", "::1"],
+        description="Peers whose X-Forwarded-For/-Proto the API believes (uvicorn forwarded_allow_ips); '*': all.",
     )
     mcp_enabled: bool | None = Field(
         default=None,
@@ -446,6 +451,8 @@ class Settings(BaseSettings):
             raise ValueError("MEMWARDEN_TOKEN_TTL_SECONDS exceeds MEMWARDEN_TOKEN_MAX_TTL_SECONDS")
         if self.auth_local_tokens is None:
             self.auth_local_tokens = embedded or self.auth_jwks_url is None
+        if self.me_cookie_secure is None and not embedded:
+            self.me_cookie_secure = True  # production is served over TLS (at the proxy, if not here)
         if not embedded:
             if not self.auth_secret:
                 raise ValueError("MEMWARDEN_AUTH_SECRET is required in the production profile")
@@ -583,10 +590,14 @@ def _codec_key(raw: str) -> bytes:
 
 
 def _secret_file(path: Path, make: Callable[[], str]) -> str:
-    """Read a secret, or create it exactly once (O_EXCL: a racing process reads the winner's)."""
+    """Read a secret, or create it exactly once (O_EXCL: a racing process reads the winner's).
+
+    Created 0600 in a 0700 dir; an existing one that group or others may read is refused
+    (`memwarden.file_modes.check_key_file` says how to fix it)."""
     if path.exists():
+        check_key_file(path)
         return path.read_text().strip()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     value = make()
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -99,18 +99,24 @@ CONTENT_GONE_STATUSES: frozenset[Status] = frozenset({Status.EXPIRED, Status.TOM
 _FORGETTABLE = frozenset(s for s in Status if s not in FORGOTTEN_STATUSES)
 
 TRANSITIONS: dict[Status, frozenset[Status]] = {
-    Status.PENDING: frozenset({Status.ACTIVE, Status.REJECTED}),
+    Status.PENDING: frozenset({Status.ACTIVE, Status.REJECTED, Status.QUARANTINED}),
     Status.ACTIVE: frozenset({Status.STALE, Status.SUPERSEDED, Status.QUARANTINED, Status.EXPIRED, Status.INVALIDATED}),
     Status.STALE: frozenset({Status.ACTIVE, Status.INVALIDATED, Status.SUPERSEDED, Status.QUARANTINED, Status.EXPIRED}),
     Status.SUPERSEDED: frozenset(),
     Status.INVALIDATED: frozenset(),
-    Status.QUARANTINED: frozenset(),
+    Status.QUARANTINED: frozenset({Status.ACTIVE, Status.SUPERSEDED}),
     Status.EXPIRED: frozenset(),
     Status.REJECTED: frozenset(),
     Status.TOMBSTONED: frozenset({Status.PURGED}),
     Status.PURGED: frozenset(),
 }
 """The status machine of ARCHITECTURE.md; `forget` (-> tombstoned) is allowed from any non-purged state."""
+
+
+QUARANTINABLE_STATUSES: frozenset[Status] = frozenset({Status.PENDING, Status.ACTIVE, Status.STALE})
+"""What a rollback may quarantine: a write that is, or may become, someone's answer. A moderator then
+releases it (back to `active`, or `superseded` by a new version of its value when its slot moved on) or
+forgets it."""
 
 
 class InvalidTransition(ValueError):
@@ -412,6 +418,10 @@ class RememberInput(BaseModel):
     subject_ref: str | None = None
     """A subject handle (memwarden.stores.subjects) holding `owner_id` and `provenance.writer`, which are
     then empty here: history names nobody. None when the starter carries the ids itself (tests)."""
+    screening: Screening | None = None
+    """The detectors' codes for this content, when the API already screened it before parking it (it
+    parks only what passed). The activity reuses them only for the content whose hash is
+    `content_hash`, and still decides; None: the activity screens (older histories, direct starters)."""
 
 
 class RememberResult(BaseModel):
@@ -657,6 +667,56 @@ class InvalidateResult(BaseModel):
     stale: int
     invalidated: int
     revalidated: int
+
+
+class RevertInput(BaseModel):
+    """RevertWorkflow's input: undo one supersession (`revert`) or release one quarantined write (`release`).
+
+    Ids and the actor's audit pseudonym only; the value brought back is copied inside the store."""
+
+    tenant_id: str
+    memory_id: str
+    actor: str
+    action: str = "revert"
+
+
+class RevertResult(BaseModel):
+    """The new live version (None when nothing went live), what it replaced, and what it restored."""
+
+    memory_id: str | None
+    reverted: str
+    restored_from: str | None
+    outcome: str
+
+
+class RollbackInput(BaseModel):
+    """RollbackWorkflow's input: the rollback (already quarantined by the API) and its tenant."""
+
+    rollback_id: str
+    tenant_id: str
+
+
+class RollbackTask(BaseModel):
+    """One sink's apply or check for one rollback; `attempt` counts the workflow's rounds."""
+
+    rollback_id: str
+    tenant_id: str
+    sink: str
+    attempt: int = 1
+
+
+class RollbackPlan(BaseModel):
+    """What the restore step did and the sinks to fan out to (this worker's configuration)."""
+
+    sinks: list[str]
+    members: int
+    restored: int
+
+
+class RollbackResult(BaseModel):
+    rollback_id: str
+    receipt_hash: str
+    sinks: list[SinkEvidence]
 
 
 class MessageRole(StrEnum):

@@ -88,7 +88,8 @@ class _Vacuum:
 
 
 class VectorIndexSink:
-    """Points deleted by id; on Qdrant Edge the segments are then vacuumed so deleted vectors are gone."""
+    """Points deleted by id, then the segments compacted (Qdrant Edge: vacuumed; a Qdrant server: its
+    vacuum optimizer run and waited for) so deleted vectors and payloads are gone from its files."""
 
     name = VECTOR_INDEX
 

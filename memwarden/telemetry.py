@@ -139,6 +139,16 @@ class Metrics:
         self.revalidations = meter.create_counter(
             "memwarden.revalidations", description="Revalidation outcomes (valid, changed, gone, unavailable)."
         )
+        self.rollbacks = meter.create_counter(
+            "memwarden.rollbacks", description="Rollbacks requested (a writer's window, a source record, ids)."
+        )
+        self.quarantined = meter.create_counter(
+            "memwarden.memories.quarantined", description="Memories quarantined by rollbacks."
+        )
+        self.influenced_answers = meter.create_counter(
+            "memwarden.answers.unreviewed",
+            description="Search answers that returned memory still pending review or quarantined later, by reason.",
+        )
         self.conversations = meter.create_counter(
             "memwarden.conversations", description="Conversations handed over and answered, by extractor."
         )
@@ -151,6 +161,17 @@ class Metrics:
             unit="s",
             description="Time from a forget request to its verified receipt.",
         )
+
+    def record_rollback(self, selector_kind: str, quarantined: int) -> None:
+        """One rollback requested, and the writes it quarantined (the API, once per new rollback)."""
+        self.rollbacks.add(1, {"selector": selector_kind})
+        if quarantined:
+            self.quarantined.add(quarantined, {"selector": selector_kind})
+
+    def record_influenced_answers(self, answers: int, reason: str) -> None:
+        """Answers that returned memory nobody had reviewed: pending, or quarantined after it was served."""
+        if answers:
+            self.influenced_answers.add(answers, {"reason": reason})
 
     def record_conversation(self, extractor: str, decisions: Iterable[tuple[str, str]]) -> None:
         """One conversation answered: its extractor, and each candidate's decision by kind (codes only)."""

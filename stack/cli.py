@@ -72,7 +72,13 @@ def cmd_api(args: argparse.Namespace) -> int:
     settings = _settings(args, api_port=args.port, api_host=args.host)
     telemetry.setup(settings)
     config = uvicorn.Config(
-        create_app(settings), host=settings.api_host, port=settings.api_port, log_level="warning", access_log=False
+        create_app(settings),
+        host=settings.api_host,
+        port=settings.api_port,
+        log_level="warning",
+        access_log=False,
+        proxy_headers=True,
+        forwarded_allow_ips=settings.trusted_proxies,  # X-Forwarded-* from anyone else is ignored
     )
     server = GracefulServer(config)
     server.run()

@@ -13,6 +13,7 @@ from temporalio.worker import Worker
 from activities.conversation import ConversationActivities
 from activities.forget import ForgetActivities
 from activities.memory import MemoryActivities
+from activities.remediation import RemediationActivities
 from activities.remember import RememberActivities
 from activities.replicas import ReplicaActivities
 from activities.retention import RetentionActivities
@@ -25,6 +26,7 @@ from memwarden.embed import Embedder, default_embedder
 from memwarden.services.deps import Deps
 from memwarden.services.indexing import reconcile_index
 from memwarden.stores.cache import open_cache
+from memwarden.stores.forget import ForgetStore
 from memwarden.stores.replicas import ReplicaStore
 from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import open_store
@@ -42,6 +44,7 @@ async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> 
     """Migrate the store, open the index and cache; close them all on exit."""
     store = await open_store(settings)
     await store.migrate()
+    await ForgetStore(store).scrub_purged()  # tombstones purged before they were scrubbed (a no-op after)
     index = open_index(settings)
     await index.ensure()
     emb = embedder or await asyncio.to_thread(default_embedder)
@@ -87,6 +90,7 @@ def build_worker(client: Client, deps: Deps) -> Worker:
         *ReplicaActivities(deps).all(),
         *RetentionActivities(deps).all(),
         *RevalidateActivities(deps).all(),
+        *RemediationActivities(deps).all(),
     ]
     return Worker(
         client,

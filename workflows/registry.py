@@ -4,6 +4,7 @@ from workflows.conversation import ConversationWorkflow
 from workflows.forget import ForgetWorkflow
 from workflows.health import HealthWorkflow
 from workflows.pending import PendingWriteWorkflow
+from workflows.remediation import RevertWorkflow, RollbackWorkflow
 from workflows.remember import RememberWorkflow
 from workflows.retention import RetentionWorkflow
 from workflows.retrieve import RetrieveWorkflow
@@ -22,6 +23,8 @@ ALL_WORKFLOWS = [
     RevalidateWorkflow,
     InvalidateWorkflow,
     PeriodicRevalidationWorkflow,
+    RevertWorkflow,
+    RollbackWorkflow,
 ]
 
 __all__ = [
@@ -36,5 +39,7 @@ __all__ = [
     "RetentionWorkflow",
     "RetrieveWorkflow",
     "RevalidateWorkflow",
+    "RevertWorkflow",
+    "RollbackWorkflow",
     "SummarizeWorkflow",
 ]

@@ -5,6 +5,9 @@ decides each candidate (ConversationWorkflow). Thin: the body is checked here, t
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
+import uuid
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -14,18 +17,27 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from api.prescreen import withheld_reason
 from api.problems import Problem
 from api.schemas import ConversationCandidateOut, ConversationIn, ConversationOut
 from api.state import ApiState, Caller, State
 from api.telemetry import traced
-from memwarden.extract.base import Message
+from memwarden.extract.base import SOURCE_OF_ROLE, Message
 from memwarden.identity import Forbidden, Role, write_target
-from memwarden.records import ConversationInput, ConversationResult
-from memwarden.services.conversations import ConversationTarget, conversation_workflow_id, park_conversation
+from memwarden.records import ConversationInput, ConversationResult, Decision, SourceKind, namespace_label
+from memwarden.services.conversations import (
+    ConversationTarget,
+    conversation_workflow_id,
+    namespace_key,
+    park_conversation,
+)
+from memwarden.stores.audit import AuditEventIn
 from memwarden.telemetry import REMEMBER_CONVERSATION
 from workflows.conversation import ConversationWorkflow
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
+
+_WITHHELD_NS = uuid.UUID("3e9b6a2c-51d4-4f7e-9c08-7a1d2e5b4f60")
 
 
 def _check(state: ApiState, body: ConversationIn) -> None:
@@ -66,18 +78,30 @@ async def remember_conversation(
     except Forbidden as exc:
         raise Problem(403, exc.reason, f"this principal may not write there ({exc.reason})", field="scope") from None
     messages = [Message.model_validate(m.model_dump()) for m in body.messages]
+    conversation_target = ConversationTarget(
+        tenant_id=target.tenant_id,
+        owner_id=target.owner_id,
+        scope=target.scope,
+        agent_id=target.agent_id,
+        store=target.store,
+        writer=caller.actor,
+        actor=state.pseudonyms.actor(target.tenant_id, caller.actor),
+    )
+    withheld = await _withhold(state, conversation_target, body.session_id, messages)
+    kept = [i for i in range(len(messages)) if i not in withheld]
+    refused = [
+        ConversationCandidateOut(
+            message_index=i, turn_id=messages[i].turn_id, kind="message", decision=Decision.REJECT, reason=reason
+        )
+        for i, reason in sorted(withheld.items())
+    ]
+    if not kept:
+        return ConversationOut(workflow_id="", status="done", candidates=refused)
+    messages = [messages[i] for i in kept]
     request = await park_conversation(
         state.store,
         state.handle_key,
-        ConversationTarget(
-            tenant_id=target.tenant_id,
-            owner_id=target.owner_id,
-            scope=target.scope,
-            agent_id=target.agent_id,
-            store=target.store,
-            writer=caller.actor,
-            actor=state.pseudonyms.actor(target.tenant_id, caller.actor),
-        ),
+        conversation_target,
         body.session_id,
         messages,
         received_at=datetime.now(UTC),
@@ -89,13 +113,44 @@ async def remember_conversation(
         return JSONResponse(
             status_code=202, content=ConversationOut(workflow_id=workflow_id, status="running").model_dump()
         )
+    extracted = [
+        ConversationCandidateOut(**{**o.model_dump(), "message_index": kept[o.message_index]}) for o in result.outcomes
+    ]
     return ConversationOut(
         workflow_id=workflow_id,
         status="done",
         extractor=result.extractor,
-        candidates=[ConversationCandidateOut(**o.model_dump()) for o in result.outcomes],
+        candidates=sorted([*refused, *extracted], key=lambda c: c.message_index),
         summary_id=result.summary_id,
     )
+
+
+async def _withhold(
+    state: ApiState, target: ConversationTarget, session_id: str, messages: list[Message]
+) -> dict[int, str]:
+    """Messages the gate would reject whatever was extracted from them (a secret): never parked, so their
+    text never reaches the database or its WAL; each is refused here, with one audit event per message."""
+    withheld: dict[int, str] = {}
+    for i, m in enumerate(messages):
+        reason = await withheld_reason(m.content, SOURCE_OF_ROLE.get(m.role, SourceKind.USER).value)
+        if reason is not None:
+            withheld[i] = reason
+    ns = namespace_key(target, session_id)
+    for i, reason in withheld.items():
+        said = hmac.new(state.handle_key, messages[i].content.encode(), hashlib.sha256).hexdigest()
+        await state.store.append_audit(
+            AuditEventIn(
+                id=f"deny-{uuid.uuid5(_WITHHELD_NS, f'{ns}/{i}/{said}')}",
+                tenant_id=target.tenant_id,
+                actor=target.actor,
+                operation="deny",
+                memory_id=None,
+                namespace=namespace_label(target),
+                reason=reason,
+                details={"decision": Decision.REJECT.value, "screened_by": "api", "conversation_message": i},
+            )
+        )
+    return withheld
 
 
 async def _run(state: ApiState, request: ConversationInput, workflow_id: str) -> ConversationResult | None:

@@ -75,6 +75,8 @@ async def search(state: State, caller: Caller, body: Annotated[SearchIn, Body()]
             returned=[r.id for r in served],
             withheld=held,
             consequence=body.consequence.value,
+            agent=caller.agent if caller.role is Role.AGENT else None,
+            session=body.session,
         )
 
     # Claim check: content is loaded only for ids that are still eligible right now; in the same

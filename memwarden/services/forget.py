@@ -13,7 +13,7 @@ from datetime import datetime
 
 from memwarden import telemetry
 from memwarden.errors import DeletionMissing
-from memwarden.forget import receipt_hash, subject_hash, subject_key
+from memwarden.forget import receipt_hash, subject_key
 from memwarden.records import ForgetInput, ForgetPlan, ForgetResult, SinkEvidence, SinkTask
 from memwarden.services.deps import Deps
 from memwarden.services.run import Run
@@ -29,6 +29,7 @@ from memwarden.sinks import (
 )
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.forget import DeletionRow, ForgetStore, build_receipt
+from memwarden.stores.tombstones import requester_hash
 
 
 def build_sinks(deps: Deps) -> dict[str, Sink]:
@@ -148,4 +149,4 @@ class ForgetService:
         return ForgetResult(deletion_id=row.id, receipt_hash=digest, sinks=evidence)
 
     def _requester_hash(self, row: DeletionRow) -> str:
-        return subject_hash(subject_key(self.deps.settings.auth_secret_value), row.tenant_id, row.requester)
+        return requester_hash(subject_key(self.deps.settings.auth_secret_value), row.tenant_id, row.requester)

@@ -34,6 +34,7 @@ from memwarden.policy.gate import (
     precheck,
     redact_entities,
 )
+from memwarden.prescreened import prescreened
 from memwarden.records import (
     FORGOTTEN_STATUSES,
     LIVE_STATUSES,
@@ -215,7 +216,9 @@ class RememberService:
         # redacted is dropped unused: it is never compared, cached or stored.
         speculative = asyncio.ensure_future(self._embed([content]))
         try:
-            screening = await detect.screen_async(content, source_kind=c.source_kind, fields=detect.free_text_fields(c))
+            screening = prescreened(c, content) or await detect.screen_async(
+                content, source_kind=c.source_kind, fields=detect.free_text_fields(c)
+            )
         finally:
             [raw_dense] = await speculative
         screened = Screened(screening=screening, memory_enabled=enabled, source_quarantined=quarantined)
@@ -470,6 +473,8 @@ class RememberService:
             raise CandidateGone(c.memory_id)
         if current.status in FORGOTTEN_STATUSES:  # forgotten while it waited: nothing is left to confirm
             return RememberResult(decision=Decision.REJECT, reason="forgotten", memory_id=c.memory_id)
+        if current.status is Status.QUARANTINED:  # rolled back while it waited: the moderator releases it
+            return RememberResult(decision=Decision.REJECT, reason="quarantined", memory_id=c.memory_id)
         if request.action is SettleAction.CONFIRM:
             if current.status is not Status.PENDING:  # a retry after the promotion landed
                 decision = Decision.UPDATE if current.supersedes else Decision.ADD

@@ -226,8 +226,13 @@ def read_event(
     returned: list[str],
     withheld: list[dict[str, Any]],
     consequence: str | None = None,
+    agent: str | None = None,
+    session: str | None = None,
 ) -> AuditEventIn:
     """The audit event for one search: which memories were returned and withheld, by id only.
+
+    `agent` (an agent token's `agent` claim, a service's id) and `session` (the conversation the request
+    names) let an incident review tell which agents and sessions a memory reached (`stores.reads`).
 
     Its id derives from the workflow id, so recording it twice (a retried request) is a no-op.
     """
@@ -242,5 +247,7 @@ def read_event(
             "returned": list(returned),
             "withheld": [{"memory_id": str(w.get("memory_id")), "reason": str(w.get("reason"))} for w in withheld],
             "consequence": consequence,
+            **({"agent": agent} if agent else {}),
+            **({"session": session} if session else {}),
         },
     )

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
+import string
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -25,6 +27,7 @@ from memwarden.keys import Purpose
 from memwarden.records import MessageRole, Scope, Status
 from memwarden.services.conversations import ConversationTarget, conversation_workflow_id, park_conversation
 from memwarden.stores.summaries import summaries_touching
+from tests.forget_support import scan
 from tests.integration.api_stack import assert_problem
 from tests.stack_support import Stack, embedded_stack
 from workflows.conversation import ConversationWorkflow
@@ -99,6 +102,38 @@ async def test_a_conversation_becomes_gated_memories_with_their_messages(stack: 
     assert sorted(e.memory_id for e in decided) == sorted(c["memory_id"] for c in body["candidates"])
     # The conversation's claim check is dropped once it was decided.
     assert await store.get_candidate(f"conversation-{body['workflow_id'].removeprefix('conversation-')}") is None
+
+
+async def test_a_message_holding_a_secret_is_refused_before_parking_and_the_rest_goes_on(
+    stack: Stack, http: httpx.AsyncClient
+) -> None:
+    """Issue 22 part 8 for conversations: a message the gate would reject whatever was extracted from it
+    (a secret) is never parked, so no byte of it reaches the data dir; it is answered REJECT with its
+    index, audited once (no content hash), and the other messages are extracted and decided as usual."""
+    t = tenant()
+    headers = stack.auth(t, "alice")
+    key = "AKIA" + "".join(secrets.choice(string.ascii_uppercase + "234567") for _ in range(16))
+    marker = f"heron{uuid.uuid4().hex[:10]}"
+    messages = [
+        {"role": "user", "content": f"I live in {marker}ville.", "turn_id": "u1"},
+        {"role": "user", "content": f"My deploy key is {key}, I prefer to keep it handy.", "turn_id": "u2"},
+    ]
+    body = await send(http, headers, "s-secret", messages)
+    refused = [c for c in body["candidates"] if c["message_index"] == 1]
+    assert [(c["kind"], c["type"], c["decision"], c["reason"]) for c in refused] == [
+        ("message", None, "REJECT", "secret_detected")
+    ]
+    kept = [c for c in body["candidates"] if c["message_index"] == 0]
+    assert [(c["kind"], c["decision"]) for c in kept] == [("fact", "ADD")], body
+    assert key not in str(body)
+    again = await send(http, headers, "s-secret", messages)
+    assert again["candidates"] == body["candidates"]
+    denials, _ = await stack.deps.store.list_audit(t, operation="deny", limit=10, cursor=None)
+    assert [(e.reason, e.hash_after, e.details.get("conversation_message")) for e in denials] == [
+        ("secret_detected", None, 1)
+    ]
+    assert scan(stack.settings.data_dir, marker.encode())  # the control: what was parked is on disk
+    assert scan(stack.settings.data_dir, key.encode()) == []
 
 
 async def test_sending_it_again_stores_nothing_twice(stack: Stack, http: httpx.AsyncClient) -> None:

@@ -56,6 +56,8 @@ from memwarden.records import (
     RevalidateInput,
     RevalidateResult,
     RevalidationOutcome,
+    RevertInput,
+    RollbackInput,
     Scope,
     Sensitivity,
     SettleAction,
@@ -66,9 +68,11 @@ from memwarden.records import (
     SourceRef,
     content_hash,
 )
+from memwarden.remediation import MemoriesSelector
 from memwarden.services.conversations import ConversationTarget, park_conversation
 from memwarden.services.deps import Deps
 from memwarden.stores.forget import ForgetStore
+from memwarden.stores.remediation import RemediationStore
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.summaries import park_summary_request
 from memwarden.temporal.codec import ENCODING
@@ -87,6 +91,8 @@ from workflows.registry import (
     RememberWorkflow,
     RetentionWorkflow,
     RetrieveWorkflow,
+    RevertWorkflow,
+    RollbackWorkflow,
     SummarizeWorkflow,
 )
 from workflows.revalidate import (
@@ -282,6 +288,8 @@ SYNTHETIC = {
     "rv_task": "synthetic task: user-r's clay order is being packed",
     "rv_read": "synthetic fact: user-r's pottery wheel booking is on thursday",
     "poisoned": "synthetic fact: user-a's plan is the gold tier, says the crm record",
+    "rb_good": "synthetic preference: prefers the window seat on trains",
+    "rb_bad": "synthetic preference: prefers the aisle seat on trains",
 }
 
 POLICY = GatePolicy()
@@ -472,6 +480,37 @@ async def _forget_memory(client: Client, deps: Deps, tq: str, wid: str) -> objec
     )
 
 
+async def _revert(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    """The amber preference reverted: the teal value it superseded is live again, as a new version."""
+    request = RevertInput(tenant_id=TENANT, memory_id=_mid("pref_new"), actor=ALICE.actor)
+    result = await client.execute_workflow(RevertWorkflow.run, request, id=wid, task_queue=tq)
+    if result.outcome != "reverted":
+        raise RuntimeError(f"recording expected a revert, got {result.outcome}")
+    return result
+
+
+async def _rollback(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    """A write that superseded the window-seat preference, rolled back: the API's quarantine step, then the
+    workflow (restore, every sink, the receipt) under a fixed id."""
+    for name in ("rb_good", "rb_bad"):
+        content = SYNTHETIC[name]
+        request = remember_input(_mid(name), content, tenant=TENANT, owner=ALICE.sub, actor=AGENT.actor, slot="seat")
+        await run_remember(client, deps.store, tq, request, content, workflow_id=f"{wid}-{name}")
+    selector = MemoriesSelector(memory_ids=[_mid("rb_bad")])
+    row, _ = await RemediationStore(deps.store).quarantine(
+        tenant_id=TENANT,
+        requester="operator:ops",
+        selector=selector,
+        redacted=selector.model_dump(mode="json"),
+        reason="poisoned_agent",
+        store=None,
+        now=datetime.now(UTC),
+    )
+    return await client.execute_workflow(
+        RollbackWorkflow.run, RollbackInput(rollback_id=row.id, tenant_id=TENANT), id=wid, task_queue=tq
+    )
+
+
 async def _retention(client: Client, deps: Deps, tq: str, wid: str) -> object:
     """An expiring task memory, swept once its TTL passed: RetentionWorkflow and its child ForgetWorkflow."""
     content = "synthetic task: user-a's parcel is due on friday"
@@ -653,6 +692,8 @@ CASES: tuple[Case, ...] = (
     Case("HealthWorkflow", "ok", _health),
     # Last: supersedes the teal preference, after the reads that expect it.
     Case("RememberWorkflow", "gated_update", _remember("pref_new", expect=Decision.UPDATE, slot="ui.chart_color")),
+    Case("RevertWorkflow", "revert", _revert),
+    Case("RollbackWorkflow", "one_write", _rollback),
     # Forget and retention after every case that reads or supersedes the preference.
     Case("SummarizeWorkflow", "episodes", _summarize),
     Case("ForgetWorkflow", "one_memory", _forget_memory),

@@ -26,6 +26,8 @@ from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from memwarden.file_modes import private_dir, private_file
+
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 _IMMEDIATE = "memwarden_sqlite_immediate"
@@ -217,7 +219,13 @@ def _upgrade_head(connection: Connection) -> None:
 
 
 def _ensure_parent_dir(database: str) -> None:
-    Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    """The database's dir, and the file itself created 0600 before SQLite opens it (SQLite gives its
+    -wal and -shm the database file's mode), so no memory is ever in a world-readable file."""
+    path = Path(database).expanduser()
+    parent = path.parent
+    if not parent.exists():
+        private_dir(parent)
+    private_file(path)
 
 
 def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
