@@ -6,29 +6,15 @@ non-retryable `ApplicationError` of the same type name: a retry cannot bring par
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import TypeVar
-
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
+from activities.errors import non_retryable_if_gone
 from activities.run import current_run
-from memwarden.errors import CandidateGone
 from memwarden.policy.gate import GatePolicy, Remembered
 from memwarden.records import CommitInput, RememberInput, RememberResult, SettleRequest
 from memwarden.services.deps import Deps
 from memwarden.services.remember import RememberService
 from memwarden.temporal.names import REMEMBER_CANDIDATE, SETTLE_PENDING
-
-T = TypeVar("T")
-
-
-async def non_retryable_if_gone(step: Awaitable[T]) -> T:
-    """`CandidateGone` as Temporal sees it: retrying cannot help (non-retryable)."""
-    try:
-        return await step
-    except CandidateGone as gone:
-        raise ApplicationError(str(gone), type=type(gone).__name__, non_retryable=True) from None
 
 
 class RememberActivities:

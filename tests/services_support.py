@@ -15,7 +15,17 @@ from pathlib import Path
 
 from memwarden.config import Settings
 from memwarden.embed import default_embedder
-from memwarden.records import MemoryRecord, MemoryType, Scope, Sensitivity, SourceKind, SourceRef, Status, content_hash
+from memwarden.records import (
+    MemoryRecord,
+    MemoryType,
+    Provenance,
+    Scope,
+    Sensitivity,
+    SourceKind,
+    SourceRef,
+    Status,
+    content_hash,
+)
 from memwarden.services.deps import Deps
 from memwarden.services.run import Run
 from memwarden.stores.audit import AuditEvent
@@ -101,19 +111,24 @@ async def seed(
     type: MemoryType = MemoryType.FACT,
     at: datetime | None = None,
     expires_at: datetime | None = None,
+    provenance: Provenance | None = None,
+    memory_id: str | None = None,
+    slot: str | None = None,
 ) -> MemoryRecord:
     """A live memory committed and indexed as the commit path does it, written at `at` (default: the clock)."""
     now = at or deps.clock()
     record = MemoryRecord(
-        id=str(uuid.uuid4()),
+        id=memory_id or str(uuid.uuid4()),
         tenant_id=tenant_id,
         owner_id=owner,
         scope=Scope.USER,
         type=type,
+        slot=slot,
         content=content,
         content_hash=content_hash(content),
         source_kind=SourceKind.SYSTEM if source else SourceKind.USER,
         source_ref=source,
+        provenance=provenance or Provenance(),
         reason="user_stated_fact",
         sensitivity=Sensitivity.LOW,
         status=Status.ACTIVE,

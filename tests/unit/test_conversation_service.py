@@ -8,10 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from activities.conversation import candidate_memory_id, durable_form
 from memwarden.extract.base import Message
 from memwarden.records import MessageRole, Scope
-from memwarden.services.conversations import ConversationTarget, conversation_workflow_id, park_conversation
+from memwarden.services.conversations import (
+    ConversationTarget,
+    candidate_memory_id,
+    conversation_workflow_id,
+    durable_form,
+    park_conversation,
+)
 from memwarden.stores.sql import SqlStore
 
 KEY = b"k" * 32
