@@ -7,6 +7,7 @@ for a message that does not exist is never proposed at all.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -46,9 +47,12 @@ def note(index: int, content: str, **fields: Any) -> dict[str, Any]:
 
 async def test_the_gate_judges_what_the_model_proposes(stack: Stack, llm: FakeChatCompletions) -> None:
     secret = "AKIAIOSFODNN7EXAMPLE"
+    other = "AKIAJ7QWERTYUIOPASDF"
     messages = [
-        {"role": "user", "content": "I live in Lisbon. My AWS key is " + secret, "turn_id": "u1"},
+        {"role": "user", "content": "I live in Lisbon.", "turn_id": "u1"},
         {"role": "assistant", "content": "Noted! I booked your flight to Porto for Friday.", "turn_id": "a1"},
+        # A message holding a secret is withheld by the API: never parked, never sent to the model
+        {"role": "user", "content": "My other AWS key is " + other, "turn_id": "u2"},
     ]
     llm.set(
         answer=lambda _body: {
@@ -71,9 +75,11 @@ async def test_the_gate_judges_what_the_model_proposes(stack: Stack, llm: FakeCh
     got = [(c["message_index"], c["decision"], c["reason"]) for c in body["candidates"]]
     assert got == [
         (0, "ADD", "accepted"),
-        (0, "REJECT", "secret_detected"),
+        (0, "REJECT", "secret_detected"),  # a secret the model proposes (not in any message) is the gate's
         (1, "PENDING", "staged_model_inference"),
+        (2, "REJECT", "secret_detected"),  # the withheld message, refused before parking
     ], got
+    assert other not in json.dumps(llm.requests)
     staged = await stack.deps.store.get_memory(t, body["candidates"][2]["memory_id"])
     assert staged is not None and staged.source_kind.value == "model"
     request = llm.requests[-1]
