@@ -32,8 +32,8 @@ from memwarden.forget import (
     selector_key,
     subject_hash,
 )
-from memwarden.identity import Principal, Role
-from memwarden.records import ForgetInput
+from memwarden.identity import Principal, Role, read_filter
+from memwarden.records import ForgetInput, Scope, Status
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.forget import DeletionRow, ForgetStore, MemoryNotFound, build_receipt
 from workflows.forget import ForgetWorkflow
@@ -156,13 +156,29 @@ async def _start(state: ApiState, row: DeletionRow) -> None:
 @router.delete("/memories/{memory_id}", status_code=202, response_model=DeletionAccepted)
 @traced(telemetry.DELETE_MEMORY)
 async def delete_memory(state: State, caller: Caller, memory_id: str) -> DeletionAccepted:
-    """Forget one memory and every version of its slot chain (the owner only)."""
-    if caller.role is not Role.USER:
+    """Forget one memory and every version of its slot chain: the owner, or an agent in its own store.
+
+    An agent forgets only what it keeps in its private store (docs/decisions/agents-forget-their-own-store.md);
+    a memory it may read elsewhere (its user's, a shared store's) is the person's to forget: 403.
+    """
+    if caller.role not in (Role.USER, Role.AGENT):
         raise Problem(403, "forbidden_role", f"role {caller.role.value} deletes through POST /v1/forget")
     if len(memory_id) > 256:
         raise Problem(404, "not_found", "no such memory", field="memory_id")
+    if caller.role is Role.AGENT:
+        await _agent_may_forget(state, caller, memory_id)
     request = ForgetRequest(selector=MemorySelector(memory_id=memory_id), reason="owner_request")
     return await _forget(state, caller, request)
+
+
+async def _agent_may_forget(state: ApiState, caller: Principal, memory_id: str) -> None:
+    """404 unless the agent may read the memory; 403 unless it lies in the agent's own private store."""
+    record = await state.store.get_memory(caller.tenant, memory_id)
+    readable = read_filter(caller).model_copy(update={"statuses": tuple(Status)})
+    if record is None or not readable.admits(record):
+        raise Problem(404, "not_found", "no such memory", field="memory_id")
+    if record.scope is not Scope.AGENT or record.agent_id != caller.agent:
+        raise Problem(403, "not_own_store", "an agent forgets only the memories of its own private store")
 
 
 @router.post("/forget", status_code=202, response_model=DeletionAccepted)
