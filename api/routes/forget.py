@@ -41,6 +41,7 @@ from workflows.forget import ForgetWorkflow
 router = APIRouter(prefix="/v1", tags=["forget"])
 
 _USER_KINDS = ("memory", "slot", "owner")
+_AGENT_KINDS = ("memory",)
 _OPERATOR_KINDS = ("memory", "slot", "owner", "agent", "source", "expired")
 _PRIVACY_KINDS = (*_OPERATOR_KINDS, "tenant")
 
@@ -53,7 +54,12 @@ class DeletionAccepted(BaseModel):
 
 def _authorize(caller: Principal, request: ForgetRequest) -> None:
     kind = request.selector.kind
-    allowed = {Role.USER: _USER_KINDS, Role.OPERATOR: _OPERATOR_KINDS, Role.PRIVACY: _PRIVACY_KINDS}.get(caller.role)
+    allowed = {
+        Role.USER: _USER_KINDS,
+        Role.AGENT: _AGENT_KINDS,
+        Role.OPERATOR: _OPERATOR_KINDS,
+        Role.PRIVACY: _PRIVACY_KINDS,
+    }.get(caller.role)
     if allowed is None:
         raise Problem(403, "forbidden_role", f"role {caller.role.value} may not request a deletion")
     if kind not in allowed:
@@ -68,6 +74,8 @@ def _authorize(caller: Principal, request: ForgetRequest) -> None:
 
 async def _memory_subject(state: ApiState, caller: Principal, memory_id: str) -> str:
     """The owner of one memory; 404 when it is not this caller's to delete (existence is not revealed)."""
+    if caller.role is Role.AGENT:
+        await _agent_may_forget(state, caller, memory_id)
     record = await state.store.get_memory(caller.tenant, memory_id)
     if record is None or (caller.role is Role.USER and record.owner_id != caller.sub):
         raise Problem(404, "not_found", "no such memory", field="memory_id")
@@ -165,8 +173,6 @@ async def delete_memory(state: State, caller: Caller, memory_id: str) -> Deletio
         raise Problem(403, "forbidden_role", f"role {caller.role.value} deletes through POST /v1/forget")
     if len(memory_id) > 256:
         raise Problem(404, "not_found", "no such memory", field="memory_id")
-    if caller.role is Role.AGENT:
-        await _agent_may_forget(state, caller, memory_id)
     request = ForgetRequest(selector=MemorySelector(memory_id=memory_id), reason="owner_request")
     return await _forget(state, caller, request)
 
