@@ -52,9 +52,7 @@ try:
         validate_op_namespace,
     )
 except ImportError as error:  # pragma: no cover - exercised in a subprocess without langgraph
-    raise ImportError(
-        "memwarden.integrations.langgraph needs LangGraph: pip install 'memwarden[langgraph]'"
-    ) from error
+    raise ImportError("memwarden.integrations.langgraph needs LangGraph: pip install 'memwarden[langgraph]'") from error
 
 from memwarden.integrations.outcomes import MemoryInvalid, raise_for_decision
 from memwarden.integrations.service import Service
@@ -136,7 +134,9 @@ def target_of(namespace: tuple[str, ...]) -> Target:
     if namespace[0] != "shared":
         return Target(namespace[0], None, tuple(namespace[1:]))
     if len(namespace) < 2 or not _STORE_NAME.fullmatch(namespace[1]):
-        raise InvalidNamespaceError(f"a shared namespace is ('shared', store, ...), store [A-Za-z0-9_:-]; got {namespace!r}")
+        raise InvalidNamespaceError(
+            f"a shared namespace is ('shared', store, ...), store [A-Za-z0-9_:-]; got {namespace!r}"
+        )
     return Target("shared", namespace[1], tuple(namespace[2:]))
 
 

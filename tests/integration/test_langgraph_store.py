@@ -11,6 +11,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any, TypedDict
 
 import httpx
@@ -181,12 +182,12 @@ async def test_ttl_becomes_ttl_seconds_and_lapses(api: Api, http: httpx.AsyncCli
     t = tenant()
     with agent_store(api, t) as store:
         assert store.supports_ttl and store.ttl_config == {"refresh_on_read": False, "default_ttl": None}
-        await store.aput(("user", "trip"), "gate", {"text": "Alice boards at gate B7 today"}, ttl=2 / 60)
+        await store.aput(("user", "trip"), "gate", {"text": "Alice boards at gate B7 today"}, ttl=5 / 60)
         await store.aput(("user", "trip"), "seat", {"text": "Alice sits in seat 14C today"})
-        memory = [m for m in await listing(http, api.auth(t, "alice")) if m["slot"] == "lg.trip.gate"][0]
-        assert memory["expires_at"] is not None
-        assert (await store.aget(("user", "trip"), "gate")) is not None
-        deadline = time.monotonic() + 30
+        memory = next(m for m in await listing(http, api.auth(t, "alice")) if m["slot"] == "lg.trip.gate")
+        lifetime = datetime.fromisoformat(memory["expires_at"]) - datetime.fromisoformat(memory["created_at"])
+        assert abs(lifetime.total_seconds() - 5) < 1  # ttl is in minutes (LangGraph's unit): 5/60 is 5 s
+        deadline = time.monotonic() + 60
         while await store.aget(("user", "trip"), "gate") is not None:
             assert time.monotonic() < deadline, "the item outlived its ttl"
             await asyncio.sleep(0.5)

@@ -42,7 +42,7 @@ from tests.integration.api_stack import Api
 SEEDS = (1, 2, 3)
 BATCHES = 18
 
-NAMESPACES = [("user", "profile"), ("user", "profile", "work"), ("user",), ("agent", "notes"), ("agent", "notes", "old")]
+NAMESPACES = [("user", "profile"), ("user", "profile", "work"), ("user",), ("agent", "notes"), ("agent", "notes", "o")]
 KEYS = ["colour", "itinerary", "key with spaces", "clé", "a:b"]
 PREFIXES = [(), ("user",), ("agent",), ("user", "profile"), ("agent", "notes"), ("shared",)]
 TOPICS = ["pressure", "rainfall", "voltage", "altitude", "humidity", "salinity"]
@@ -130,8 +130,9 @@ class Ops:
             return PutOp(key[0], key[1], self.model.items[key])  # the value it holds already
         if roll < 0.56:
             agent_keys = sorted(k for k in self.model.items if k[0][0] == "agent")
-            namespace, key = rng.choice(agent_keys) if agent_keys and rng.random() < 0.7 else (("agent", "notes"), "gone")
-            return PutOp(namespace, key, None)
+            if agent_keys and rng.random() < 0.7:
+                return PutOp(*rng.choice(agent_keys), None)
+            return PutOp(("agent", "notes"), "gone", None)  # a key that holds nothing: silent
         if roll < 0.70:
             return GetOp(rng.choice(NAMESPACES), rng.choice(KEYS))
         if roll < 0.84:
@@ -160,7 +161,8 @@ class Ops:
         if kind == 3 and user_keys:
             namespace, key = self.rng.choice(user_keys)
             return PutOp(namespace, key, None), MemoryForbidden, "not_own_store"
-        return PutOp(self.rng.choice(NAMESPACES), self.rng.choice(KEYS), {"text": SECRET}), MemoryRejected, "secret_detected"
+        secret = PutOp(self.rng.choice(NAMESPACES), self.rng.choice(KEYS), {"text": SECRET})
+        return secret, MemoryRejected, "secret_detected"
 
 
 def comparable(op: Op, mine: Any, model: Model, expected: Any) -> None:

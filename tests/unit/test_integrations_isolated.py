@@ -70,8 +70,8 @@ def test_the_package_and_its_shared_modules_import_no_framework() -> None:
     result = _run(
         "import sys\n"
         "import memwarden.integrations, memwarden.integrations.outcomes, memwarden.integrations.service\n"
-        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {('langgraph', 'langchain_core', 'mcp', 'agents')!r}"
-        " or m.startswith('google.adk')))\n"
+        "print(sorted(m for m in sys.modules\n"
+        "    if m.split('.')[0] in ('langgraph', 'langchain_core', 'mcp', 'agents') or m.startswith('google.adk')))\n"
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
