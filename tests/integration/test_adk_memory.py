@@ -79,7 +79,7 @@ async def test_a_session_goes_through_the_gate_event_by_event(api: Api, http: ht
     assert [(o.decision, o.reason) for o in outcomes] == [
         ("ADD", "accepted"),
         ("REJECT", "secret_detected"),
-        ("PENDING", "staged_instruction"),
+        ("PENDING", "staged_behaviour_change"),
     ]
 
     # Adding the session again proposed nothing twice (the event id is the idempotency key).
