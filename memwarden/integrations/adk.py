@@ -15,7 +15,10 @@ A fixed `token` works for one user; a call for any other user is then refused be
   pending writes wait for the person on /me), nor does an event the API refuses as input (too long:
   `INVALID`); a token that may not write, or a service that does not answer, raises.
 - `search_memory`: memwarden's search under the token (authorization before ranking); each hit is a
-  `MemoryEntry` whose `custom_metadata` carries memwarden's label, freshness, type and score.
+  `MemoryEntry` whose `custom_metadata` carries memwarden's label, freshness, type and score. Its text
+  is the label line, then the memory quoted as memwarden's context block quotes it: ADK's
+  `preload_memory` puts only the text into the prompt, so the label must travel in it to say there
+  that this is remembered data, possibly outdated (`labelled=False`: the bare text).
 - `delete_memory`: a forget (memwarden's deletion, verified per sink); `forget` returns its id.
 
 docs/decisions/adk-memory-service.md records why these mappings.
@@ -41,6 +44,7 @@ except ImportError as error:  # pragma: no cover - exercised in a subprocess wit
 
 from memwarden.integrations.outcomes import MemoryForbidden, MemoryInvalid
 from memwarden.integrations.service import Service
+from memwarden.policy.render import quoted
 
 __all__ = ["EventOutcome", "MemwardenMemoryService"]
 
@@ -99,6 +103,7 @@ class MemwardenMemoryService(BaseMemoryService):
         scope: str = "agent",
         memory_type: str = "episodic",
         search_k: int = 10,
+        labelled: bool = True,
         timeout: float = 30.0,
     ) -> None:
         if (token is None) == (tokens is None):
@@ -111,6 +116,7 @@ class MemwardenMemoryService(BaseMemoryService):
         self._scope = scope
         self._type = memory_type
         self._k = search_k
+        self._labelled = labelled
         self._timeout = timeout
 
     async def _service(self, app_name: str, user_id: str) -> Service:
@@ -186,7 +192,7 @@ class MemwardenMemoryService(BaseMemoryService):
         memories = [
             MemoryEntry(
                 id=hit.memory_id,
-                content=types.Content(role="user", parts=[types.Part(text=hit.content)]),
+                content=types.Content(role="user", parts=[types.Part(text=self._entry_text(hit.label, hit.content))]),
                 author="user" if hit.source_kind == "user" else str(hit.source_kind),
                 timestamp=hit.created_at,
                 custom_metadata={
@@ -200,6 +206,9 @@ class MemwardenMemoryService(BaseMemoryService):
             for hit in answer.results
         ]
         return SearchMemoryResponse(memories=memories)
+
+    def _entry_text(self, label: str, content: str) -> str:
+        return f"{label}\n{quoted(content)}" if self._labelled else content
 
     # --- forgetting ------------------------------------------------------------------------------
 

@@ -8,15 +8,22 @@ holds afterwards is read back through its own API.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 import httpx
 import pytest
+from google.adk.agents.llm_agent import LlmAgent
 from google.adk.events.event import Event
 from google.adk.memory.base_memory_service import BaseMemoryService
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import Runner
 from google.adk.sessions.in_memory_session_service import InMemorySessionService
 from google.adk.sessions.session import Session
+from google.adk.tools.preload_memory_tool import PreloadMemoryTool
 from google.genai import types
+from pydantic import Field
 
 from memwarden.integrations.adk import MemwardenMemoryService
 from memwarden.integrations.outcomes import MemoryForbidden
@@ -96,12 +103,13 @@ async def test_a_session_goes_through_the_gate_event_by_event(api: Api, http: ht
     assert [m.id for m in found.memories] == [porto]
     (entry,) = found.memories
     assert entry.content.parts is not None
-    assert entry.content.parts[0].text == "I moved to Porto last spring and I work at the harbour office"
+    label_line, text = (entry.content.parts[0].text or "").split("\n", 1)
+    assert text == "I moved to Porto last spring and I work at the harbour office"
+    assert label_line == entry.custom_metadata["memwarden_label"]  # the text a prompt sees is labelled
     assert entry.author == "user" and entry.timestamp
     assert entry.custom_metadata["memwarden_freshness"] == "fresh"
     assert entry.custom_metadata["memwarden_type"] == "episodic"
-    label = entry.custom_metadata["memwarden_label"]
-    assert isinstance(label, str) and "user" in label
+    assert label_line.startswith("[MEMORY type=episodic ") and "source=user freshness=fresh]" in label_line
 
     # Another user of the same app sees none of it: the token, not the user_id argument, decides.
     bob = await memory.search_memory(app_name=APP, user_id="bob", query="where does the user live?")
@@ -149,3 +157,44 @@ async def test_the_user_scope_is_the_persons_to_forget(api: Api) -> None:
     with pytest.raises(MemoryForbidden) as forbidden:
         await memory.delete_memory(app_name=APP, user_id="alice", memory_id=outcome.memory_id)
     assert forbidden.value.code == "not_own_store"
+
+
+class FakeLlm(BaseLlm):
+    """A fake model (no LLM provider exists here), speaking ADK's model protocol: it records each
+    request it is sent and answers with a fixed line."""
+
+    requests: list[LlmRequest] = Field(default_factory=list)
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        self.requests.append(llm_request)
+        yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text="Noted.")]))
+
+
+async def test_a_runner_remembers_a_session_and_preloads_it_labelled(api: Api) -> None:
+    """ADK's own Runner and its preload_memory tool: a later session's prompt carries the earlier turn,
+    under memwarden's label, and never the agent's reply."""
+    t = tenant()
+    model = FakeLlm(model="fake-llm")
+    agent = LlmAgent(name=APP, model=model, instruction="Help the user.", tools=[PreloadMemoryTool()])
+    memory = service(api, t)
+    runner = Runner(agent=agent, app_name=APP, session_service=InMemorySessionService(), memory_service=memory)
+
+    async def say(session_id: str, text: str) -> None:
+        message = types.Content(role="user", parts=[types.Part(text=text)])
+        async for _ in runner.run_async(user_id="alice", session_id=session_id, new_message=message):
+            pass
+
+    first = await runner.session_service.create_session(app_name=APP, user_id="alice")
+    await say(first.id, "I moved to Porto last spring and I work at the harbour office")
+    session = await runner.session_service.get_session(app_name=APP, user_id="alice", session_id=first.id)
+    assert session is not None
+    await memory.add_session_to_memory(session)
+
+    second = await runner.session_service.create_session(app_name=APP, user_id="alice")
+    await say(second.id, "Which city do I work in, remind me?")
+    prompt = "\n".join(part.text or "" for content in model.requests[-1].contents for part in content.parts or [])
+    assert "<PAST_CONVERSATIONS>" in prompt
+    assert "[MEMORY type=episodic " in prompt and "I moved to Porto last spring" in prompt
+    assert "Noted." not in prompt.split("<PAST_CONVERSATIONS>")[1].split("</PAST_CONVERSATIONS>")[0]
