@@ -54,7 +54,7 @@ try:
 except ImportError as error:  # pragma: no cover - exercised in a subprocess without langgraph
     raise ImportError("memwarden.integrations.langgraph needs LangGraph: pip install 'memwarden[langgraph]'") from error
 
-from memwarden.integrations.outcomes import MemoryInvalid, raise_for_decision
+from memwarden.integrations.outcomes import MemoryInvalid, MemwardenIntegrationError, raise_for_decision
 from memwarden.integrations.service import Service
 
 __all__ = ["Forgotten", "MemwardenStore", "decode_slot", "encode_slot"]
@@ -357,7 +357,12 @@ class MemwardenStore(BaseStore):
     async def _forget(self, current: Current | None) -> Forgotten | None:
         if current is None:
             return None  # LangGraph's delete of a missing key is silent
-        answer = await self._svc().delete(current.memory_id)
+        try:
+            answer = await self._svc().delete(current.memory_id)
+        except MemwardenIntegrationError as error:
+            if error.code == "not_found":  # forgotten by someone else since the listing: gone either way
+                return None
+            raise
         return Forgotten(current.memory_id, str(answer["deletion_id"]), str(answer["status"]))
 
     async def _forget_one(self, namespace: tuple[str, ...], key: str) -> Forgotten | None:

@@ -27,6 +27,7 @@ detector flags (the keys included). Seeds are fixed (`SEEDS`); a failure prints 
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import uuid
 from dataclasses import dataclass, field
@@ -39,7 +40,8 @@ from memwarden.integrations.langgraph import MemwardenStore, _matches
 from memwarden.integrations.outcomes import MemoryForbidden, MemoryPending, MemoryRejected
 from tests.integration.api_stack import Api
 
-SEEDS = (1, 2, 3)
+SEEDS = tuple(int(s) for s in os.environ.get("MEMWARDEN_MODEL_SEEDS", "1,2,3").split(","))
+"""Fixed, so a failure reproduces; `MEMWARDEN_MODEL_SEEDS=4,5,6` explores others."""
 BATCHES = 18
 
 NAMESPACES = [("user", "profile"), ("user", "profile", "work"), ("user",), ("agent", "notes"), ("agent", "notes", "o")]
