@@ -54,10 +54,11 @@ try:
 except ImportError as error:  # pragma: no cover - exercised in a subprocess without langgraph
     raise ImportError("memwarden.integrations.langgraph needs LangGraph: pip install 'memwarden[langgraph]'") from error
 
+from memwarden.client import SearchHit
 from memwarden.integrations.outcomes import MemoryInvalid, MemwardenIntegrationError, raise_for_decision
 from memwarden.integrations.service import Service
 
-__all__ = ["Forgotten", "MemwardenStore", "decode_slot", "encode_slot"]
+__all__ = ["Forgotten", "LabelledItem", "MemwardenStore", "decode_slot", "encode_slot"]
 
 T = TypeVar("T")
 
@@ -372,28 +373,38 @@ class MemwardenStore(BaseStore):
 
     async def _search(self, op: SearchOp, held: dict[tuple[tuple[str, ...], str], Current]) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
+        ranked: list[tuple[Current, SearchHit | None]]
         if op.query:
             answer = await self._svc().search(op.query, k=SEARCH_K)
             by_id = {c.memory_id: c for c in held.values()}
-            ranked = [(by_id[h.memory_id], h.score) for h in answer.results if h.memory_id in by_id]
+            ranked = [(by_id[h.memory_id], h) for h in answer.results if h.memory_id in by_id]
         else:  # newest first, as the listing (and LangGraph's PostgresStore) orders them
             ranked = [(c, None) for c in held.values()]
         found = [
-            (c, score)
-            for c, score in ranked
+            (c, hit)
+            for c, hit in ranked
             if c.item.namespace[: len(prefix)] == prefix and _matches(c.item.value, op.filter)
         ]
         return [
-            SearchItem(
-                namespace=c.item.namespace,
-                key=c.item.key,
-                value=c.item.value,
-                created_at=c.item.created_at,
-                updated_at=c.item.updated_at,
-                score=score,
-            )
-            for c, score in found[op.offset : op.offset + op.limit]
+            LabelledItem(c.item, hit) if hit is not None else _search_item(c.item)
+            for c, hit in found[op.offset : op.offset + op.limit]
         ]
+
+
+def _search_item(item: Item, score: float | None = None) -> SearchItem:
+    return SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, score)
+
+
+class LabelledItem(SearchItem):
+    """A query search's item: LangGraph's `SearchItem`, plus memwarden's `label` (the line that says,
+    in a prompt, that this is remembered data and where it came from) and `freshness`."""
+
+    __slots__ = ("freshness", "label")
+
+    def __init__(self, item: Item, hit: SearchHit) -> None:
+        super().__init__(item.namespace, item.key, item.value, item.created_at, item.updated_at, hit.score)
+        self.label = hit.label
+        self.freshness = str(hit.freshness)
 
 
 def _validate_put_namespace(namespace: tuple[str, ...]) -> None:

@@ -65,7 +65,12 @@ async def test_a_compiled_graph_writes_searches_and_forgets_through_the_gate(api
 
     async def recall(state: Notes, *, store: BaseStore) -> Notes:
         hits = await store.asearch(("user",), query=state["question"], limit=3)
-        return {"found": [{"namespace": h.namespace, "key": h.key, "value": h.value, "score": h.score} for h in hits]}
+        return {
+            "found": [
+                {"namespace": h.namespace, "key": h.key, "value": h.value, "score": h.score, "label": h.label}  # type: ignore[attr-defined]
+                for h in hits
+            ]
+        }
 
     async def tidy(state: Notes, *, store: BaseStore) -> Notes:
         forgotten = await store.aforget(("agent", "notes"), "style")  # type: ignore[attr-defined]
@@ -87,6 +92,7 @@ async def test_a_compiled_graph_writes_searches_and_forgets_through_the_gate(api
         assert out["found"][0]["namespace"] == ("user", "profile") and out["found"][0]["key"] == "drink"
         assert out["found"][0]["value"] == {"text": "Alice drinks green tea every morning"}
         assert out["found"][0]["score"] > 0
+        assert out["found"][0]["label"].startswith("[MEMORY type=fact ") and "source=app" in out["found"][0]["label"]
         assert [h["key"] for h in out["found"]] == ["drink"]  # the agent-scope note is not under ("user",)
 
         # memwarden holds the item as alice's memory, in its slot, written by the agent.
