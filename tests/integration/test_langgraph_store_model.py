@@ -37,7 +37,12 @@ import pytest
 from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, Op, PutOp, SearchOp
 
 from memwarden.integrations.langgraph import MemwardenStore, _matches
-from memwarden.integrations.outcomes import MemoryForbidden, MemoryPending, MemoryRejected
+from memwarden.integrations.outcomes import (
+    MemoryForbidden,
+    MemoryPending,
+    MemoryRejected,
+    MemwardenIntegrationError,
+)
 from tests.integration.api_stack import Api
 
 SEEDS = tuple(int(s) for s in os.environ.get("MEMWARDEN_MODEL_SEEDS", "1,2,3").split(","))
@@ -212,10 +217,14 @@ async def test_random_batches_agree_with_the_reference_model(api: Api, seed: int
             batch = [ops.op() for _ in range(ops.rng.randint(1, 4))]
             before = Model(dict(model.items), dict(model.written), model.clock)
             expected = model.batch(batch)
-            if ops.rng.random() < 0.3:
-                mine = await asyncio.to_thread(store.batch, batch)
-            else:
-                mine = await store.abatch(batch)
+            try:
+                if ops.rng.random() < 0.3:
+                    mine = await asyncio.to_thread(store.batch, batch)
+                else:
+                    mine = await store.abatch(batch)
+            except MemwardenIntegrationError as error:  # none is expected here: say which batch and why
+                failed = f"{type(error).__name__} {error.code}"
+                raise AssertionError(f"seed {seed} batch {number}: {batch}\n{failed}") from error
             assert len(mine) == len(batch)
             for op, got, want in zip(batch, mine, expected, strict=True):
                 try:
