@@ -32,8 +32,8 @@ from memwarden.forget import (
     selector_key,
     subject_hash,
 )
-from memwarden.identity import Principal, Role
-from memwarden.records import ForgetInput
+from memwarden.identity import Principal, Role, read_filter
+from memwarden.records import ForgetInput, Scope, Status
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.forget import DeletionRow, ForgetStore, MemoryNotFound, build_receipt
 from memwarden.stores.tombstones import is_requester, owned_by, owner_hash, requester_hash
@@ -42,6 +42,7 @@ from workflows.forget import ForgetWorkflow
 router = APIRouter(prefix="/v1", tags=["forget"])
 
 _USER_KINDS = ("memory", "slot", "owner")
+_AGENT_KINDS = ("memory",)
 _OPERATOR_KINDS = ("memory", "slot", "owner", "agent", "source", "expired")
 _PRIVACY_KINDS = (*_OPERATOR_KINDS, "tenant")
 
@@ -54,7 +55,12 @@ class DeletionAccepted(BaseModel):
 
 def _authorize(caller: Principal, request: ForgetRequest) -> None:
     kind = request.selector.kind
-    allowed = {Role.USER: _USER_KINDS, Role.OPERATOR: _OPERATOR_KINDS, Role.PRIVACY: _PRIVACY_KINDS}.get(caller.role)
+    allowed = {
+        Role.USER: _USER_KINDS,
+        Role.AGENT: _AGENT_KINDS,
+        Role.OPERATOR: _OPERATOR_KINDS,
+        Role.PRIVACY: _PRIVACY_KINDS,
+    }.get(caller.role)
     if allowed is None:
         raise Problem(403, "forbidden_role", f"role {caller.role.value} may not request a deletion")
     if kind not in allowed:
@@ -69,6 +75,8 @@ def _authorize(caller: Principal, request: ForgetRequest) -> None:
 
 async def _memory_subject(state: ApiState, caller: Principal, memory_id: str) -> str:
     """The owner of one memory; 404 when it is not this caller's to delete (existence is not revealed)."""
+    if caller.role is Role.AGENT:
+        await _agent_may_forget(state, caller, memory_id)
     record = await state.store.get_memory(caller.tenant, memory_id)
     mine = record is not None and owned_by(state.pseudonyms, caller.tenant, record.owner_id, caller.sub)
     if record is None or (caller.role is Role.USER and not mine):
@@ -163,13 +171,27 @@ async def _start(state: ApiState, row: DeletionRow) -> None:
 @router.delete("/memories/{memory_id}", status_code=202, response_model=DeletionAccepted)
 @traced(telemetry.DELETE_MEMORY)
 async def delete_memory(state: State, caller: Caller, memory_id: str) -> DeletionAccepted:
-    """Forget one memory and every version of its slot chain (the owner only)."""
-    if caller.role is not Role.USER:
+    """Forget one memory and every version of its slot chain: the owner, or an agent in its own store.
+
+    An agent forgets only what it keeps in its private store (docs/decisions/agents-forget-their-own-store.md);
+    a memory it may read elsewhere (its user's, a shared store's) is the person's to forget: 403.
+    """
+    if caller.role not in (Role.USER, Role.AGENT):
         raise Problem(403, "forbidden_role", f"role {caller.role.value} deletes through POST /v1/forget")
     if len(memory_id) > 256:
         raise Problem(404, "not_found", "no such memory", field="memory_id")
     request = ForgetRequest(selector=MemorySelector(memory_id=memory_id), reason="owner_request")
     return await _forget(state, caller, request)
+
+
+async def _agent_may_forget(state: ApiState, caller: Principal, memory_id: str) -> None:
+    """404 unless the agent may read the memory; 403 unless it lies in the agent's own private store."""
+    record = await state.store.get_memory(caller.tenant, memory_id)
+    readable = read_filter(caller).model_copy(update={"statuses": tuple(Status)})
+    if record is None or not readable.admits(record):
+        raise Problem(404, "not_found", "no such memory", field="memory_id")
+    if record.scope is not Scope.AGENT or record.agent_id != caller.agent:
+        raise Problem(403, "not_own_store", "an agent forgets only the memories of its own private store")
 
 
 @router.post("/forget", status_code=202, response_model=DeletionAccepted)

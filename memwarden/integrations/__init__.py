@@ -1,11 +1,12 @@
-"""Drop-in adapters for agent frameworks, each in its own module and installed as an extra.
+"""Drop-in adapters that put agent frameworks' memory interfaces on memwarden, one module per framework.
 
-Why a package of its own: an adapter imports its framework, and the core must never depend on one.
-Nothing in memwarden's core, the API's routes, the worker, workflows or activities imports this
-package (import-linter contracts in pyproject.toml); the API mounts `/mcp` only when the `mcp` extra
-is installed, importing it then. Every adapter keeps the service's guarantees by going through the
-same doors as any other caller: the gate decides writes, the read filter authorizes before ranking,
-and forgetting is the Forget workflow with its receipt.
+Each adapter (`memwarden.integrations.langgraph`, `.adk`, and the MCP server) speaks memwarden's HTTP
+API under the caller's token, so every guarantee of the service holds through it unchanged: the gate
+decides every write, authorization happens before ranking, and a delete is a verified forget. Where a
+framework's interface has no place for one of them (a LangGraph `put` returns nothing, so it cannot
+carry a confirmation window), the adapter says so with a typed outcome (`outcomes`) instead of
+dropping the decision, and docs/integrations.md lists each such gap.
 
-This module imports nothing, so `import memwarden.integrations` never pulls in a framework.
+Each framework is an extra (`pip install 'memwarden[langgraph]'`, `[mcp]`, `[adk]`); this package
+imports no framework, and the core never imports this package (an import-linter contract).
 """

@@ -70,6 +70,12 @@ def _quote(content: str) -> str:
     return "".join(out)
 
 
+def quoted(content: str) -> str:
+    """One memory's text as it may follow its label in a prompt (`_quote`); for renderers outside this
+    module, such as the ADK adapter, whose framework puts each memory into the prompt itself."""
+    return _quote(content)
+
+
 def context_block(entries: list[tuple[MemoryRecord, Freshness]]) -> str:
     """One block for the prompt; empty string when nothing was returned."""
     if not entries:

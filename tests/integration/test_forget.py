@@ -409,6 +409,34 @@ async def test_the_four_outcomes_stay_distinct(stack: Stack, http: httpx.AsyncCl
     assert await stack.deps.index.present([expired.id, purged.id]) == []
 
 
+async def test_an_agent_forgets_its_own_store_and_nothing_else(stack: Stack, http: httpx.AsyncClient) -> None:
+    """docs/decisions/agents-forget-their-own-store.md: its private store, yes; its user's memory, 403;
+    another agent's store, 404 (existence is not revealed)."""
+    t = tenant()
+    note = await seed(stack.deps, t, "alice", "alice likes terse replies", scope=Scope.AGENT, agent_id="planner")
+    other = await seed(stack.deps, t, "alice", "alice likes long replies", scope=Scope.AGENT, agent_id="writer")
+    users = await seed(stack.deps, t, "alice", "alice collects stamps")
+    agent = stack.auth(t, "svc", role="agent", agent="planner", on_behalf_of="alice")
+    refused = await http.delete(f"/v1/memories/{users.id}", headers=agent)
+    assert refused.status_code == 403 and refused.json()["code"] == "not_own_store"
+    assert (await http.delete(f"/v1/memories/{other.id}", headers=agent)).status_code == 404
+    by_selector = await http.post(
+        "/v1/forget", json={"selector": {"kind": "memory", "memory_id": users.id}, "reason": "x"}, headers=agent
+    )
+    assert by_selector.status_code == 403 and by_selector.json()["code"] == "not_own_store"
+    slot = {"kind": "slot", "owner_id": "alice", "slot": "x"}
+    assert (await http.post("/v1/forget", json={"selector": slot, "reason": "x"}, headers=agent)).status_code == 403
+    answer = await http.delete(f"/v1/memories/{note.id}", headers=agent)
+    assert answer.status_code == 202, answer.text
+    receipt = await wait_verified(http, answer.json()["deletion_id"], agent)  # the requester reads its receipt
+    assert receipt["counts"]["memories"] == 1
+    alice = stack.auth(t, "alice")
+    statuses = {
+        m.id: (await http.get(f"/v1/memories/{m.id}", headers=alice)).json()["status"] for m in (note, other, users)
+    }
+    assert statuses == {note.id: "purged", other.id: "active", users.id: "active"}
+
+
 async def test_who_may_forget_what(stack: Stack, http: httpx.AsyncClient) -> None:
     t = tenant()
     mine = await seed(stack.deps, t, "alice", "alice collects stamps")

@@ -1,9 +1,9 @@
 """The MCP and OpenAI Agents examples in the docs run, as written, against the real embedded stack.
 
-Each fenced python block preceded by `<!-- example: NAME -->` is run in a child interpreter with
-`MEMWARDEN_URL` and `MEMWARDEN_TOKEN` set, as a reader would run it; its output must show what the
-text says it shows. (The lead splices docs/integrations-mcp-section.md into docs/integrations.md:
-DOC then points there.)
+Each fenced python block in docs/integrations.md preceded by `<!-- mcp-example: NAME -->` is run in a
+child interpreter with `MEMWARDEN_URL` and `MEMWARDEN_TOKEN` set, as a reader would run it; its output
+must show what the text says it shows. (The LangGraph and ADK examples, `<!-- example: NAME -->`, are
+test_integrations_doc.py's.)
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import pytest
 from tests.integration.api_stack import Api, embedded_api
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DOC = REPO_ROOT / "docs" / "integrations-mcp-section.md"
-EXAMPLE = re.compile(r"<!-- example: ([\w-]+) -->\s*```python\n(.*?)^```", re.S | re.M)
+DOC = REPO_ROOT / "docs" / "integrations.md"
+EXAMPLE = re.compile(r"<!-- mcp-example: ([\w-]+) -->\s*```python\n(.*?)^```", re.S | re.M)
 TOOLS = (
     "['confirm_memory', 'decline_memory', 'deletion_receipt', 'forget_memory', 'list_memories', 'recall', 'remember']"
 )
