@@ -246,7 +246,7 @@ def _json_docs(stdout: str) -> list[Any]:
 @pytest.mark.skipif(shutil.which("curl") is None, reason="the quick start uses curl")
 async def test_readme_quick_start_as_written(tmp_path: Path) -> None:
     block = _fenced("Quick start", "sh")
-    assert block.count("http://127.0.0.1:8080") == 4
+    assert block.count("http://127.0.0.1:8080") == 5
     assert ".venv/bin/memwarden token" in block
 
     # A checkout-like directory: `.venv` here, the default data dir (./.memwarden) here too.
@@ -270,7 +270,7 @@ async def test_readme_quick_start_as_written(tmp_path: Path) -> None:
             check=False,
         )
         assert done.returncode == 0, done.stderr
-        remembered, searched, listed, ready = _json_docs(done.stdout)
+        remembered, conversed, searched, listed, ready = _json_docs(done.stdout)
 
         # The README's sample answer has the same shape and fixed values as the real one.
         sample_line = next(line for line in block.splitlines() if line.startswith("# -> "))
@@ -284,8 +284,14 @@ async def test_readme_quick_start_as_written(tmp_path: Path) -> None:
         memory_id = remembered["memory_id"]
         assert [r["memory_id"] for r in searched["results"]][:1] == [memory_id], searched
         assert "window seats" in searched["context"]
-        assert [m["id"] for m in listed["items"]] == [memory_id]
-        assert listed["items"][0]["owner_id"] == "alice"
+        # The conversation's candidates as the README's sample shows them, each decided by the gate
+        got = [(c["message_index"], c["kind"], c["decision"]) for c in conversed["candidates"]]
+        assert got[:2] == [(0, "fact", "ADD"), (1, "correction", "UPDATE")], got
+        assert [c["kind"] for c in conversed["candidates"][2:]] == ["task_guidance"], got
+        live = {c["memory_id"] for c in conversed["candidates"] if c["decision"] in ("ADD", "UPDATE")}
+        live -= {conversed["candidates"][1]["supersedes"]}  # Mumbai, superseded by Pune
+        assert {m["id"] for m in listed["items"]} == {memory_id} | live
+        assert {m["owner_id"] for m in listed["items"]} == {"alice"}
         assert ready["status"] == "ready"
         assert all(ready["checks"].values())
 
