@@ -354,20 +354,24 @@ def _build_analyzer() -> Any:
         """Presidio's IP recognizer, validating each distinct candidate once per text: a run such as
         "1.1.1.1.1..." offers the same few strings hundreds of times, and each validation parses it."""
 
+        # Per thread: one recognizer serves every screening thread at once (concurrent proposals, a bulk
+        # import's batch), so the memo of the text being read must not be an attribute they share.
+        _reading = threading.local()
+
+        def invalidate_result(self, pattern_text: str) -> bool:
+            seen: dict[str, bool] | None = getattr(self._reading, "seen", None)
+            if seen is None:
+                return bool(super().invalidate_result(pattern_text))
+            if pattern_text not in seen:
+                seen[pattern_text] = bool(super().invalidate_result(pattern_text))
+            return seen[pattern_text]
+
         def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[Any]:
-            seen: dict[str, bool] = {}
-            validate = super().invalidate_result
-
-            def once(pattern_text: str) -> bool:
-                if pattern_text not in seen:
-                    seen[pattern_text] = validate(pattern_text)
-                return seen[pattern_text]
-
-            self.invalidate_result = once  # type: ignore[method-assign]
+            self._reading.seen = {}
             try:
                 return list(super().analyze(text, entities, nlp_artifacts))
             finally:
-                del self.invalidate_result
+                self._reading.seen = None
 
     recognizers: list[Any] = [
         OfflineEmailRecognizer(),
