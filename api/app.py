@@ -12,7 +12,7 @@ from api import problems
 from api.input_guard import InputGuardMiddleware
 from api.limits import BodyLimitMiddleware
 from api.me import routes as me_routes
-from api.routes import audit, codec, correct, events, export, forget, health, memories, retention, search
+from api.routes import audit, codec, correct, events, export, forget, health, imports, memories, retention, search
 from api.routes import settings as settings_routes
 from api.state import ApiState
 from api.telemetry import metrics_router
@@ -57,6 +57,7 @@ def create_app(
     app.add_middleware(TokenPrefetchMiddleware, verifier=settings.token_verifier)
     app.include_router(health.router)
     app.include_router(memories.router)
+    app.include_router(imports.router)
     app.include_router(correct.router)
     app.include_router(retention.router)
     app.include_router(search.router)

@@ -2,6 +2,7 @@
 
 from workflows.forget import ForgetWorkflow
 from workflows.health import HealthWorkflow
+from workflows.imports import ImportWorkflow
 from workflows.pending import PendingWriteWorkflow
 from workflows.remember import RememberWorkflow
 from workflows.retention import RetentionWorkflow
@@ -20,12 +21,14 @@ ALL_WORKFLOWS = [
     RevalidateWorkflow,
     InvalidateWorkflow,
     PeriodicRevalidationWorkflow,
+    ImportWorkflow,
 ]
 
 __all__ = [
     "ALL_WORKFLOWS",
     "ForgetWorkflow",
     "HealthWorkflow",
+    "ImportWorkflow",
     "InvalidateWorkflow",
     "PendingWriteWorkflow",
     "PeriodicRevalidationWorkflow",

@@ -19,3 +19,6 @@ REPLICATE_MEMORY = "replicate_memory"
 RETENTION_PLAN = "retention_plan"
 REVALIDATE_MEMORY = "revalidate_memory"
 PERIODIC_REVALIDATION_PLAN = "periodic_revalidation_plan"
+IMPORT_BATCH = "import_batch"
+"""One batch of a bulk import through the same write gate as `remember_candidate`: screened, embedded
+in one call, decided by the pure gate and committed in one transaction with each line's outcome."""
