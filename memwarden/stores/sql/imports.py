@@ -288,17 +288,21 @@ class ImportRows(MemoryRows):
             if isinstance(effect.audit, AuditEventIn):  # a replayed or unsupported line has no event
                 events.append(effect.audit)
             return Applied(effect.outcome)
-        assert effect.record is not None and callable(effect.audit) and callable(effect.outcome)
+        assert effect.record is not None and callable(effect.audit)
         if effect.kind == "pending":
             stored = await self._stage_pending_in(conn, effect.record, idempotency_key=effect.idempotency_key)
             events.append(effect.audit(stored))
-            return Applied(effect.outcome(stored))
+            return Applied(_outcome_of(effect, stored))
         live, superseded, fresh = await self._commit_live_in(
             conn, effect.record, idempotency_key=effect.idempotency_key
         )
         if fresh:
             events.append(effect.audit(live))
-        return Applied(effect.outcome(live), live=live, superseded=superseded)
+        return Applied(_outcome_of(effect, live), live=live, superseded=superseded)
+
+
+def _outcome_of(effect: LineEffect, row: MemoryRecord) -> LineOutcome:
+    return effect.outcome if isinstance(effect.outcome, LineOutcome) else effect.outcome(row)
 
 
 def _outcome_row(import_id: str, o: LineOutcome, at: datetime) -> dict[str, Any]:
