@@ -30,6 +30,7 @@ from temporalio import activity
 from activities.deps import Deps
 from activities.remember import DEDUPE_SCORE_SLACK, RememberActivities
 from activities.replicas import replicate
+from memwarden import detect
 from memwarden.keys import Purpose
 from memwarden.policy.dedupe import value_conflict
 from memwarden.policy.gate import GateDecision, GatePolicy, commit_input, decide
@@ -42,6 +43,7 @@ from memwarden.records import (
     MemoryType,
     PendingWrite,
     RememberInput,
+    Screening,
     Status,
     content_hash,
     namespace_label,
@@ -54,8 +56,7 @@ from memwarden.temporal.names import IMPORT_BATCH
 
 LAST_LINE = 2**31 - 1
 SCREEN_CONCURRENCY = 4
-"""Screenings in flight at once: their index and store reads overlap; the detectors' CPU is shared, and
-four stay far inside each screening's own time budget."""
+"""Lines whose index and store look-ups are in flight at once (their detectors already ran)."""
 HEARTBEAT_EVERY_S = 2.0
 CANDIDATE = "candidate"
 
@@ -121,6 +122,12 @@ def _may_duplicate(a: RememberInput, a_text: str, b: RememberInput, b_text: str)
     return True  # a redacting type: the texts the gate compares are not known before screening
 
 
+def screen_all(lines: list[tuple[int, RememberInput, str]]) -> list[Screening]:
+    """The detectors over each line, as `remember_candidate` runs them (each within its own time budget),
+    one after another in the calling thread."""
+    return [detect.screen(text, source_kind=c.source_kind, fields=detect.free_text_fields(c)) for _, c, text in lines]
+
+
 class ImportActivities:
     """Bound to one worker's Deps and its RememberActivities (the gate's code and its vector cache)."""
 
@@ -180,24 +187,32 @@ class ImportActivities:
         """Embed the batch in one call, cut it where lines depend on each other, screen and decide each line
         with Remember's gate, and build its effect."""
         policy = job.policy
-        vectors = await self.remember._embed([content for _, _, content in lines])
+        # The embedder (onnxruntime, off the GIL) and the detectors (Python) each take a core: the batch's
+        # texts are embedded in one call while its lines are screened one after another in one thread.
+        screenings, vectors = await asyncio.gather(
+            asyncio.to_thread(screen_all, lines), self.remember._embed([content for _, _, content in lines])
+        )
         cut = batch_cut(lines, vectors, policy.dedupe_threshold - DEDUPE_SCORE_SLACK)
-        lines, vectors = lines[:cut], vectors[:cut]
+        lines, vectors, screenings = lines[:cut], vectors[:cut], screenings[:cut]
         for (_, _, content), vector in zip(lines, vectors, strict=True):
             self.remember._remember_vector(content_hash(content), vector)
         existing = await self.deps.store.get_many(job.tenant_id, [c.memory_id for _, c, _ in lines])
         inputs = await self._screen_inputs(lines)
         gate = asyncio.Semaphore(SCREEN_CONCURRENCY)
 
-        async def decided(c: RememberInput, content: str) -> GateDecision | None:
+        async def decided(c: RememberInput, content: str, screening: Screening) -> GateDecision | None:
             if c.memory_id in existing:
                 return None  # a keyed line already stored: answered as a replay, not gated again
             enabled, quarantined = inputs[_inputs_key(c)]
             async with gate:
-                screened, _ = await self.remember._screen(c, policy, content, enabled=enabled, quarantined=quarantined)
+                screened, _ = await self.remember._screen(
+                    c, policy, content, enabled=enabled, quarantined=quarantined, screening=screening
+                )
             return decide(screened.gate_input(c), screened.lookup, policy)
 
-        decisions = await asyncio.gather(*(decided(c, content) for _, c, content in lines))
+        decisions = await asyncio.gather(
+            *(decided(c, content, s) for (_, c, content), s in zip(lines, screenings, strict=True))
+        )
         now = datetime.now(UTC)
         return [
             self._effect(n, c, content, d, existing.get(c.memory_id), policy, now)

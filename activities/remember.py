@@ -49,6 +49,7 @@ from memwarden.records import (
     RememberInput,
     RememberResult,
     Scope,
+    Screening,
     SettleAction,
     SettleRequest,
     SourceKind,
@@ -213,12 +214,14 @@ class RememberActivities:
         *,
         enabled: bool,
         quarantined: bool,
+        screening: Screening | None = None,
     ) -> tuple[Screened, str]:
         """Screening proper: detector codes, then (unless already rejected) the nearest live memory and the
         slot's holder. Returns what the gate decides on and the text that would be stored (redacted).
 
         The detectors (over the content and every other free-text field) always run in a worker thread:
-        a hostile input must never hold the event loop the API shares."""
+        a hostile input must never hold the event loop the API shares. A bulk import passes `screening`: the
+        same detectors, run for its whole batch in one worker thread beside the batch's embedding."""
         store = self.deps.store
         # Embedding (onnxruntime, off the GIL) runs beside the detectors (Python), on the other core:
         # most candidates are embedded as they are. The vector of a candidate that is then rejected or
@@ -227,7 +230,10 @@ class RememberActivities:
         ready = self._vectors.get(content_hash(content))
         speculative = asyncio.ensure_future(self._embed([content])) if ready is None else None
         try:
-            screening = await detect.screen_async(content, source_kind=c.source_kind, fields=detect.free_text_fields(c))
+            if screening is None:
+                screening = await detect.screen_async(
+                    content, source_kind=c.source_kind, fields=detect.free_text_fields(c)
+                )
         finally:
             [raw_dense] = await speculative if speculative is not None else [ready]
         screened = Screened(screening=screening, memory_enabled=enabled, source_quarantined=quarantined)
