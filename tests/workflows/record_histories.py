@@ -603,7 +603,12 @@ async def _import(client: Client, deps: Deps, tq: str, wid: str) -> object:
     parked = []
     for n, text in enumerate(texts, start=1):
         c = remember_input(
-            f"import-line-{n}", text, tenant=TENANT, owner=USER_R.sub, actor=USER_R.actor, type=MemoryType.FACT
+            str(uuid.uuid5(uuid.NAMESPACE_URL, f"import-record-{n}")),
+            text,
+            tenant=TENANT,
+            owner=USER_R.sub,
+            actor=USER_R.actor,
+            type=MemoryType.FACT,
         ).model_copy(update={"reason": "user_stated_fact", "importance": 0.8})
         parked.append(ParkedLine(n, "candidate", json.dumps({"input": c.model_dump(mode="json"), "content": text})))
     await deps.store.park_import_lines(import_id, TENANT, parked, [], now)
