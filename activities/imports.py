@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities.deps import Deps
 from activities.remember import DEDUPE_SCORE_SLACK, RememberActivities
@@ -143,6 +144,8 @@ class ImportActivities:
 
     async def _batch(self, job: ImportBatch) -> ImportBatchResult:
         store = self.deps.store
+        if await store.get_import(job.tenant_id, job.import_id) is None:
+            raise ApplicationError("the import is gone", type="ImportGone", non_retryable=True)
         parked = await store.parked_lines(job.import_id, from_line=job.position, limit=job.limit)
         # Lines decided before this attempt (refused at upload, or committed by an attempt that died).
         before = (parked[0].line_no - 1) if parked else LAST_LINE

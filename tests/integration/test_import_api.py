@@ -25,7 +25,7 @@ from activities.remember import RememberActivities
 from memwarden.policy.gate import DEFAULT_POLICY
 from memwarden.policy.imports import ImportBatch
 from memwarden.records import Status
-from stack.import_cli import chunks, file_lines, run_import
+from stack.import_cli import Progress, chunks, file_lines, run_import
 from tests.integration.api_stack import Api, assert_problem
 
 FACT = {"type": "fact", "source_kind": "user", "reason": "user_stated_fact", "importance": 0.8}
@@ -110,6 +110,10 @@ async def test_bad_lines_are_reported_by_number_and_the_rest_apply(
     ]
     assert "AKIA" not in json.dumps(got) and "Lisbon" not in json.dumps(got)  # codes and numbers, never text
     assert "line 5: REJECT secret_detected" in output and "line 2: ERROR invalid_json" in output
+    page = await state_of(http, alice, got["import_id"], limit=3)
+    assert [e["line"] for e in page["errors"]] == [2, 3, 4] and page["next_errors_after"] == 4
+    rest = await state_of(http, alice, got["import_id"], limit=100, errors_after=4)
+    assert [e["line"] for e in rest["errors"]] == [5, 7, 8, 9, 10] and rest["next_errors_after"] is None
     # Each applied line left its audit event, under the import's workflow.
     ops = api.auth(t, "ops", "operator")
     events = (await http.get("/v1/audit", headers=ops, params={"limit": 200})).json()["items"]
@@ -265,6 +269,26 @@ def test_chunks_fit_the_body_limit_and_cut_oversized_lines() -> None:
     pieces = chunks(lines, 1, max_bytes=1024 + 60, line_max=50)
     assert [start for start, _ in pieces] == [1, 3]
     assert pieces[0][1] == b"a\n" + b"b" * 51 + b"\n"  # cut one byte past the limit: reported, never read
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_progress_bar_shows_done_rejected_rate_and_eta() -> None:
+    state = {"done_lines": 0, "counts": {"ADD": 0, "REJECT": 0, "ERROR": 0}}
+    tty, plain = Terminal(), io.StringIO()
+    for out in (tty, plain):
+        bar = Progress(out, 1000)
+        bar.show(state)
+        bar.started -= 10  # ten seconds later, 500 lines decided, 7 of them not applied
+        bar.show({"done_lines": 500, "counts": {"ADD": 493, "REJECT": 3, "ERROR": 4}}, final=True)
+    drawn = tty.getvalue()
+    assert drawn.startswith("\r") and drawn.count("\r") == 2 and drawn.endswith("\n")
+    last = drawn.rsplit("\r", 1)[1]
+    assert "500/1000 done, 7 rejected, 50 lines/s, eta 10s" in last
+    assert "\r" not in plain.getvalue() and plain.getvalue().count("\n") == 2  # plain lines off a terminal
 
 
 def test_a_batch_ends_where_a_line_depends_on_an_earlier_one() -> None:
