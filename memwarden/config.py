@@ -210,7 +210,7 @@ class Settings(BaseSettings):
         description="Longest line of a bulk import (bytes); a longer one is reported `line_too_large`, unread.",
     )
     import_batch_size: int = Field(
-        default=128,
+        default=200,
         ge=1,
         le=1000,
         description="Lines one ImportWorkflow batch screens, embeds and commits together (one transaction).",
