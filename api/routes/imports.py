@@ -28,6 +28,7 @@ from api.input_guard import MAX_DEPTH, _strings, control_character, json_depth_e
 from api.problems import Problem
 from api.routes.memories import _memory_id, admit
 from api.state import ApiState, Caller, State
+from memwarden.forget import subject_hash
 from memwarden.identity import Principal, Role
 from memwarden.policy.imports import DECISIONS, ImportInput
 from memwarden.records import CandidateIn
@@ -218,7 +219,9 @@ def candidate_line(
     # log's pseudonym, as RememberWorkflow's input holds it) and the content; none of it enters history.
     admitted = admitted.model_copy(update={"actor": state.pseudonyms.actor(admitted.tenant_id, admitted.actor)})
     payload = json.dumps({"input": admitted.model_dump(mode="json"), "content": candidate.content})
-    return ParkedLine(line_no, CANDIDATE, payload)
+    return ParkedLine(
+        line_no, CANDIDATE, payload, subject_hash(state.handle_key, admitted.tenant_id, admitted.owner_id)
+    )
 
 
 def conversation_line(

@@ -286,6 +286,9 @@ import_lines = sa.Table(
     sa.Column("tenant_id", sa.String(), nullable=False),
     sa.Column("kind", sa.String(16), nullable=False),
     sa.Column("payload", sa.Text(), nullable=False),
+    # The owner's handle hash (memwarden.stores.subjects): erasing the owner drops their parked lines.
+    sa.Column("subject_hash", sa.String(64), nullable=True),
+    sa.Index(None, "tenant_id", "subject_hash"),
 )
 
 import_outcomes = sa.Table(

@@ -271,6 +271,33 @@ def test_chunks_fit_the_body_limit_and_cut_oversized_lines() -> None:
     assert pieces[0][1] == b"a\n" + b"b" * 51 + b"\n"  # cut one byte past the limit: reported, never read
 
 
+async def test_an_owner_erased_before_the_import_ran_leaves_nothing_parked(api: Api, http: httpx.AsyncClient) -> None:
+    t = tenant()
+    jo = api.auth(t, "jo")
+    body = (line("Jo keeps the spare key under the mat") + "\n" + line("Jo's bike is the red one") + "\n").encode()
+    created = await http.post(
+        "/v1/imports", headers=jo, json={"sha256": hashlib.sha256(body).hexdigest(), "total_lines": 2}
+    )
+    import_id = created.json()["import_id"]
+    nd = jo | {"Content-Type": "application/x-ndjson"}
+    put = await http.put(f"/v1/imports/{import_id}/lines", headers=nd, params={"first_line": 1}, content=body)
+    assert put.json()["received"] == 2
+    erased = await http.post(
+        "/v1/forget", headers=jo, json={"selector": {"kind": "owner", "owner_id": "jo"}, "reason": "user_request"}
+    )
+    assert erased.status_code == 202, erased.text
+    started = await http.post(f"/v1/imports/{import_id}/start", headers=jo)
+    assert started.status_code == 202, started.text
+    for _ in range(200):
+        got = await state_of(http, jo, import_id)
+        if got["status"] == "done":
+            break
+        await asyncio.sleep(0.1)
+    assert got["status"] == "done" and got["counts"]["ERROR"] == 2 and got["counts"]["ADD"] == 0
+    assert {(e["line"], e["reason"]) for e in got["errors"]} == {(1, "forgotten"), (2, "forgotten")}
+    assert await live_contents(http, jo) == []
+
+
 class Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

@@ -46,8 +46,10 @@ def upgrade() -> None:
         sa.Column("tenant_id", sa.String(), nullable=False),
         sa.Column("kind", sa.String(16), nullable=False),
         sa.Column("payload", sa.Text(), nullable=False),
+        sa.Column("subject_hash", sa.String(64), nullable=True),
         sa.PrimaryKeyConstraint("import_id", "line_no", name="pk_import_lines"),
     )
+    op.create_index("ix_import_lines_tenant_id_subject_hash", "import_lines", ["tenant_id", "subject_hash"])
     op.create_table(
         "import_outcomes",
         sa.Column("import_id", sa.String(), nullable=False),
@@ -68,5 +70,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_import_outcomes_import_id_decision_line_no", table_name="import_outcomes")
     op.drop_table("import_outcomes")
+    op.drop_index("ix_import_lines_tenant_id_subject_hash", table_name="import_lines")
     op.drop_table("import_lines")
     op.drop_table("imports")

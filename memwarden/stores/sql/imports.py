@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memwarden.records import MemoryRecord
 from memwarden.stores.audit import AuditEventIn
@@ -42,6 +43,8 @@ class ParkedLine:
     line_no: int
     kind: str
     payload: str
+    subject_hash: str | None = None
+    """The owner's handle hash, so an erasure of the owner finds the line (None: no one's)."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,7 @@ class ImportRows(MemoryRows):
                     "tenant_id": tenant_id,
                     "kind": p.kind,
                     "payload": p.payload,
+                    "subject_hash": p.subject_hash,
                 }
                 for p in parked
                 if p.line_no not in seen
@@ -316,3 +320,21 @@ def _outcome_row(import_id: str, o: LineOutcome, at: datetime) -> dict[str, Any]
         "pending_commit": o.pending_commit,
         "at": at,
     }
+
+
+async def forget_parked_lines(conn: AsyncConnection, tenant_id: str, subject_hash: str | None, at: datetime) -> int:
+    """An erasure's parked import lines: each decided `ERROR forgotten` and dropped, in the caller's transaction.
+
+    `subject_hash` (the owner's handle hash) selects that owner's lines; None every line of the tenant.
+    """
+    t = import_lines.c
+    where = [t.tenant_id == tenant_id] + ([t.subject_hash == subject_hash] if subject_hash is not None else [])
+    found = (await conn.execute(sa.select(t.import_id, t.line_no).where(*where))).all()
+    if not found:
+        return 0
+    await conn.execute(
+        sa.insert(import_outcomes),
+        [_outcome_row(i, LineOutcome(n, "ERROR", "forgotten"), at) for i, n in found],
+    )
+    await conn.execute(sa.delete(import_lines).where(*where))
+    return len(found)
