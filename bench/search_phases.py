@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-import activities.memory as memory_activities
 import api.routes.search as search_route
+import memwarden.services.memory as memory_activities
 from bench import report
 from bench.latency import POOL, TENANT, bulk_load, owner, sentence
 from bench.phase_marks import MARKS, wrap

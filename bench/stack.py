@@ -25,11 +25,11 @@ import uvicorn
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities.deps import Deps
 from api.app import create_app
 from bench.floor import FloorWorkflow, noop
 from memwarden.config import Settings
 from memwarden.identity import mint_token
+from memwarden.services.deps import Deps
 from memwarden.temporal.client import connect
 from memwarden.temporal.sandbox import SANDBOX
 from stack.devserver import DevServer, free_port

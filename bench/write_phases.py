@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-import activities.remember as remember_activities  # noqa: E402
 import api.routes.memories as memories_route  # noqa: E402
 import memwarden.detect as detect  # noqa: E402
+import memwarden.services.remember as remember_activities  # noqa: E402
 from bench import report  # noqa: E402
 from bench.load_clients import body  # noqa: E402
 from bench.phase_marks import MARKS, wrap  # noqa: E402

@@ -16,7 +16,6 @@ from typing import Any
 import httpx
 from temporalio.client import Client
 
-from activities.deps import Deps
 from memwarden.records import (
     MemoryRecord,
     MemoryType,
@@ -27,6 +26,7 @@ from memwarden.records import (
     Status,
     content_hash,
 )
+from memwarden.services.deps import Deps
 from memwarden.stores.vectors import index_point
 from tests.stack_support import Stack, embedded_stack
 
@@ -71,7 +71,7 @@ async def seed(
     `at` is when the memory was written (default: now). A past `at` with a short `expires_in` gives a
     memory whose expiry has already lapsed, so a test sweeps it at once instead of waiting out its TTL.
     """
-    from activities.replicas import replicate as copy_to_replicas
+    from memwarden.services.replicas import replicate as copy_to_replicas
 
     now = at or datetime.now(UTC)
     record = MemoryRecord(

@@ -21,11 +21,11 @@ import uvicorn
 from opentelemetry.sdk.trace.export import SpanExporter
 from temporalio.client import Client
 
-from activities.deps import Deps
 from api.app import create_app
 from memwarden import telemetry
 from memwarden.config import Settings
 from memwarden.identity import mint_token
+from memwarden.services.deps import Deps
 from memwarden.temporal.client import connect
 from stack.devserver import DevServer, free_port
 from stack.embedded import run_api

@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from temporalio.client import Client
 
-from activities.deps import Deps
 from memwarden import telemetry
+from memwarden.services.deps import Deps
 
 CHECK_TIMEOUT_S = 3.0
 READ_TIMEOUT_S = 5.0

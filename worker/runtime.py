@@ -10,20 +10,20 @@ from datetime import timedelta
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities.deps import Deps
-from activities.forget import ForgetActivities
 from activities.imports import ImportActivities
-from activities.indexing import reconcile_index
-from activities.memory import MemoryActivities
-from activities.remember import RememberActivities
-from activities.replicas import ReplicaActivities
-from activities.retention import RetentionActivities
-from activities.revalidate import RevalidateActivities
-from activities.summaries import SummaryActivities
 from memwarden import detect
 from memwarden.audit_heads import CheckpointTimer, audit_heads
 from memwarden.config import Settings
 from memwarden.embed import Embedder, default_embedder
+from memwarden.services.deps import Deps
+from memwarden.services.forget import ForgetActivities
+from memwarden.services.indexing import reconcile_index
+from memwarden.services.memory import MemoryActivities
+from memwarden.services.remember import RememberActivities
+from memwarden.services.replicas import ReplicaActivities
+from memwarden.services.retention import RetentionActivities
+from memwarden.services.revalidate import RevalidateActivities
+from memwarden.services.summaries import SummaryActivities
 from memwarden.stores.cache import open_cache
 from memwarden.stores.replicas import ReplicaStore
 from memwarden.stores.sources import SourceRegistry

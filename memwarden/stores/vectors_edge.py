@@ -8,7 +8,7 @@ vacuumed), so durability is a flush, and a flush is a burst of fsyncs during whi
 - upserts and status changes are visible to queries at once and flushed together within
   `flush_delay` (group flush; the service passes `edge_flush_delay_seconds`, 5 s), and the time each
   flush started is recorded beside the shard, so after a crash the worker re-indexes from the durable
-  store whatever changed since then (`activities.indexing.reconcile_index`): the store is the source of
+  store whatever changed since then (`memwarden.services.indexing.reconcile_index`): the store is the source of
   truth, the index a derivative.
 Vacuum runs in a child process on the closed shard (`edge_vacuum`: Edge's optimizer holds the GIL for
 its whole run); reads wait for it at a gate instead of meeting a closed shard.

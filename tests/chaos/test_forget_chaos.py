@@ -29,9 +29,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 from temporalio.client import Client, WorkflowHandle
 
-from activities.replicas import replicate
 from memwarden.forget import OwnerSelector, redacted, selector_key, subject_key
 from memwarden.records import ForgetInput, ForgetResult, Status
+from memwarden.services.replicas import replicate
 from memwarden.sinks import CACHE, STORE_CONTENT, SUMMARIES, VECTOR_INDEX
 from memwarden.stores.cache import RedisCache, search_key
 from memwarden.stores.forget import ForgetStore, SinkRow

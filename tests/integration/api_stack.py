@@ -15,9 +15,9 @@ from typing import Any
 
 import httpx
 
-from activities.deps import Deps
 from memwarden.config import Settings
 from memwarden.identity import mint_token
+from memwarden.services.deps import Deps
 from memwarden.stores.sql import SqlStore
 from tests.stack_support import embedded_stack
 

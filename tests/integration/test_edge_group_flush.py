@@ -15,10 +15,10 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from activities.indexing import reconcile_index
 from memwarden.embed import MiniLMEmbedder, default_embedder
 from memwarden.identity import Principal, Role, read_filter
 from memwarden.records import IndexPoint, MemoryRecord, MemoryType, ReadFilter, Scope, SourceKind, Status, content_hash
+from memwarden.services.indexing import reconcile_index
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.vectors import index_point
 from memwarden.stores.vectors_edge import EdgeIndex

@@ -21,7 +21,7 @@ import httpx
 from temporalio.testing import ActivityEnvironment
 
 from activities.imports import ImportActivities, batch_cut
-from activities.remember import RememberActivities
+from memwarden.services.remember import RememberActivities
 from memwarden.policy.gate import DEFAULT_POLICY
 from memwarden.policy.imports import ImportBatch
 from memwarden.records import Status

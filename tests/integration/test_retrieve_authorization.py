@@ -23,8 +23,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from qdrant_client import AsyncQdrantClient
 
-from activities.deps import Deps
-from activities.memory import MemoryActivities
 from memwarden.config import Settings
 from memwarden.embed import MiniLMEmbedder, default_embedder
 from memwarden.identity import Principal, Role, read_filter
@@ -40,6 +38,8 @@ from memwarden.records import (
     Status,
     content_hash,
 )
+from memwarden.services.deps import Deps
+from memwarden.services.memory import MemoryActivities
 from memwarden.stores.cache import MemoryCache
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.vectors import VectorIndex, index_point

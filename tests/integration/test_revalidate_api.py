@@ -25,7 +25,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from temporalio.api.enums.v1 import EventType, ParentClosePolicy
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from activities.deps import Deps
 from api.routes.events import invalidate_workflow_id
 from memwarden.config import Settings
 from memwarden.identity import mint_token
@@ -41,6 +40,7 @@ from memwarden.records import (
     Status,
     content_hash,
 )
+from memwarden.services.deps import Deps
 from memwarden.stores.vectors import index_point
 from tests.integration.api_stack import assert_problem
 from tests.source_server import SourceServer, sources_toml

@@ -21,7 +21,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from activities.deps import Deps
 from memwarden.config import Settings
 from memwarden.identity import Principal, Role, mint_token, read_filter
 from memwarden.policy.render import CONTEXT_HEADER
@@ -37,6 +36,7 @@ from memwarden.records import (
     Status,
     content_hash,
 )
+from memwarden.services.deps import Deps
 from memwarden.stores.vectors import index_point
 from tests.stack_support import embedded_stack
 

@@ -36,7 +36,6 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowFailureError
 
-from activities.deps import Deps
 from memwarden.config import Settings
 from memwarden.forget import MemorySelector, SourceSelector, selector_key, subject_key
 from memwarden.identity import Principal, Role, read_filter
@@ -64,6 +63,7 @@ from memwarden.records import (
     SourceRef,
     content_hash,
 )
+from memwarden.services.deps import Deps
 from memwarden.stores.forget import ForgetStore
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.summaries import park_summary_request

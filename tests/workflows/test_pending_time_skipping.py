@@ -18,9 +18,9 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from activities.deps import Deps
 from memwarden.policy.gate import GatePolicy
 from memwarden.records import Decision, MemoryType, RememberResult, SettleAction, SettleRequest, Status
+from memwarden.services.deps import Deps
 from memwarden.temporal.converter import data_converter
 from tests.workflows.record_histories import park, remember_input, settings_for
 from tests.workflows.test_remember_time_skipping import test_server_path

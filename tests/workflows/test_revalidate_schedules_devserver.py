@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from activities.deps import Deps
 from memwarden.config import Settings
 from memwarden.policy.retention import RetentionClass
 from memwarden.records import MemoryRecord, MemoryType, SourceKind, SourceRef, Status, content_hash
+from memwarden.services.deps import Deps
 from memwarden.stores.vectors import index_point
 from memwarden.temporal.client import connect
 from stack.devserver import DevServer, free_port

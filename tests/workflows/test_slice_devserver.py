@@ -21,11 +21,11 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from temporalio.api.history.v1 import History
 from temporalio.client import Client
 
-from activities.deps import Deps
 from memwarden.config import CacheBackend, Settings
 from memwarden.embed import default_embedder
 from memwarden.identity import Principal, Role
 from memwarden.records import Decision, MemoryType, RememberInput, RetrieveInput, Scope, Status, content_hash
+from memwarden.services.deps import Deps
 from memwarden.stores.cache import RedisCache, open_cache, owner_prefix, principal_digest, query_digest, search_key
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.sql_models import memories

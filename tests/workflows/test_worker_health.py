@@ -14,10 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from activities.deps import Deps
 from memwarden import telemetry
 from memwarden.config import Settings
 from memwarden.embed import Embedder
+from memwarden.services.deps import Deps
 from memwarden.stores.cache import Cache, MemoryCache, RedisCache
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.vectors_edge import EdgeIndex

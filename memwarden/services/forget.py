@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 
 from temporalio import activity
 
-from activities.deps import Deps
 from memwarden import telemetry
 from memwarden.forget import receipt_hash, subject_hash, subject_key
 from memwarden.records import ForgetInput, ForgetPlan, ForgetResult, SinkEvidence, SinkTask
+from memwarden.services.deps import Deps
 from memwarden.sinks import (
     CacheSink,
     Lineage,

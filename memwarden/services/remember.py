@@ -20,8 +20,6 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.deps import Deps
-from activities.replicas import replicate
 from memwarden import detect
 from memwarden.errors import CandidateGone
 from memwarden.policy.dedupe import cosine, value_conflict
@@ -57,6 +55,8 @@ from memwarden.records import (
     content_hash,
     namespace_label,
 )
+from memwarden.services.deps import Deps
+from memwarden.services.replicas import replicate
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
 from memwarden.stores.subjects import resolve_handle

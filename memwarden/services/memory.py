@@ -1,6 +1,6 @@
 """Activities for Retrieve and the index's health: thin wrappers over the stores.
 
-Remember's write gate lives in `activities.remember`; nothing here stores a memory.
+Remember's write gate lives in `memwarden.services.remember`; nothing here stores a memory.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from datetime import UTC, datetime
 
 from temporalio import activity
 
-from activities.deps import Deps
-from activities.revalidate import Revalidator
 from memwarden.errors import CandidateGone
 from memwarden.policy import ranking
 from memwarden.records import (
@@ -23,6 +21,8 @@ from memwarden.records import (
     RetrieveResult,
     Status,
 )
+from memwarden.services.deps import Deps
+from memwarden.services.revalidate import Revalidator
 from memwarden.stores.sql import EligibleMeta
 from memwarden.stores.subjects import resolve_handle
 from memwarden.temporal.names import INDEX_HEALTH, SEARCH_MEMORIES

@@ -19,8 +19,6 @@ from datetime import UTC, datetime, timedelta
 from opentelemetry.trace import Span
 from temporalio import activity
 
-from activities.deps import Deps
-from activities.replicas import replicate
 from memwarden import detect, telemetry
 from memwarden.policy import freshness
 from memwarden.policy.conflict import Claim, resolve
@@ -41,6 +39,8 @@ from memwarden.records import (
     content_hash,
     namespace_label,
 )
+from memwarden.services.deps import Deps
+from memwarden.services.replicas import replicate
 from memwarden.stores.audit import AuditEventIn, Operation
 from memwarden.stores.cache import invalidation_prefixes
 from memwarden.stores.revalidation import RevalidationStore

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from activities.deps import Deps
 from memwarden.records import Scope, SummarizeInput, SummarizeResult, namespace_label
+from memwarden.services.deps import Deps
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
 from memwarden.stores.summaries import claim_summary_request, derive, summary_sources

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 from temporalio import activity
 
-from activities.deps import Deps
 from memwarden.forget import ExpiredSelector, redacted, selector_key, subject_key
 from memwarden.records import ForgetInput, RetentionPlan
+from memwarden.services.deps import Deps
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.forget import ForgetStore
 from memwarden.temporal.names import RETENTION_PLAN

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from activities.deps import Deps
 from memwarden.records import FORGOTTEN_STATUSES, Status
+from memwarden.services.deps import Deps
 from memwarden.temporal.names import REPLICATE_MEMORY
 
 _NEVER = frozenset({Status.PENDING, *FORGOTTEN_STATUSES})
