@@ -12,6 +12,7 @@ from memwarden.records import (
     Freshness,
     MemoryRecord,
     MemoryType,
+    MessageRole,
     Provenance,
     Scope,
     Sensitivity,
@@ -39,6 +40,12 @@ class SearchIn(BaseModel):
         default=None, description="Only memories at or below this sensitivity (public < low < ... < restricted)."
     )
     consequence: Consequence = Consequence.LOW
+    session: str | None = Field(
+        default=None,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9_.:-]+$",
+        description="The conversation session asking (an id): recorded with the read, for blast-radius reviews.",
+    )
 
 
 class SearchResultOut(BaseModel):
@@ -143,3 +150,51 @@ class MemoryPatchIn(BaseModel):
         default=None, ge=1, description="Optimistic concurrency: 409 version_conflict if the memory has changed."
     )
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+class MessageIn(BaseModel):
+    """One turn of a conversation: who spoke (`user`, `assistant`, `tool`, `system`) and what they said."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: MessageRole
+    content: str = Field(min_length=1)
+    timestamp: datetime | None = None
+    turn_id: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+class ConversationIn(BaseModel):
+    """`POST /v1/conversations`: a conversation to remember from, and where its memories go (as for a write)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str = Field(min_length=1, max_length=128)
+    messages: list[MessageIn] = Field(min_length=1)
+    scope: Scope = Scope.USER
+    store: str | None = Field(default=None, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$")
+    owner_id: str | None = Field(default=None, min_length=1, max_length=256)
+
+
+class ConversationCandidateOut(BaseModel):
+    """One candidate the extractor proposed and the gate decided, with the message it came from."""
+
+    message_index: int
+    turn_id: str | None = None
+    kind: str
+    """What the extractor proposed (`preference`, `fact`, ...), or `message` for a message the API refused
+    to park (a secret): nothing was extracted from it, and its `type` is null."""
+    type: MemoryType | None = None
+    decision: Decision
+    reason: str
+    memory_id: str | None = None
+    supersedes: str | None = None
+    workflow_id: str | None = None
+
+
+class ConversationOut(BaseModel):
+    workflow_id: str
+    status: str
+    """`done`, or `running` when the answer took longer than the API waits (send again for it)."""
+    extractor: str | None = None
+    candidates: list[ConversationCandidateOut] = Field(default_factory=list)
+    summary_id: str | None = None

@@ -45,6 +45,12 @@ def _result_attributes(result: Any) -> dict[str, Any]:
     if isinstance(results, list):
         attrs[telemetry.GEN_AI_MEMORY_RECORD_COUNT] = len(results)
         attrs[telemetry.STALE_COUNT] = sum(1 for r in results if str(getattr(r, "freshness", "")) == "stale")
+    candidates = getattr(result, "candidates", None)
+    if isinstance(candidates, list):
+        attrs[telemetry.CANDIDATE_COUNT] = len(candidates)
+        attrs[telemetry.STORED_COUNT] = sum(1 for c in candidates if str(c.decision) in ("ADD", "UPDATE"))
+        if getattr(result, "extractor", None):
+            attrs[telemetry.EXTRACTOR] = str(result.extractor)
     withheld = getattr(result, "withheld", None)
     if isinstance(withheld, list):
         attrs[telemetry.WITHHELD_COUNT] = len(withheld)
@@ -57,6 +63,8 @@ def _record_metrics(operation: str, result: Any) -> None:
         decision, reason = getattr(result, "decision", None), getattr(result, "reason", None)
         if decision is not None and reason is not None:
             m.record_write(str(getattr(decision, "value", decision)), str(reason))
+    elif operation == telemetry.REMEMBER_CONVERSATION and getattr(result, "extractor", None):
+        m.record_conversation(str(result.extractor), [(str(c.decision), c.kind) for c in result.candidates])
     elif operation == telemetry.SEARCH_MEMORY:
         freshness = [str(getattr(r.freshness, "value", r.freshness)) for r in getattr(result, "results", [])]
         withheld = [str(w.get("reason") if isinstance(w, dict) else w.reason) for w in getattr(result, "withheld", [])]

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 import api.routes.search as search_route
-import memwarden.services.memory as memory_activities
+import memwarden.services.retrieve as retrieve_service
 from bench import report
 from bench.latency import POOL, TENANT, bulk_load, owner, sentence
 from bench.phase_marks import MARKS, wrap
@@ -48,9 +48,9 @@ from worker import event_loop
 def instrument() -> None:
     """Wrap the search path's steps (before the stack starts, so every reference sees the wrappers)."""
     wrap(search_route, "_run_workflow", "route:wf")
-    wrap(memory_activities.MemoryActivities, "_embed", "embed")
-    wrap(memory_activities.MemoryActivities, "_gather_for", "gather")
-    wrap(memory_activities.MemoryActivities, "search_memories", "act")
+    wrap(retrieve_service.RetrieveService, "_embed", "embed")
+    wrap(retrieve_service.RetrieveService, "_gather_for", "gather")
+    wrap(retrieve_service.RetrieveService, "search", "act")
     wrap(EdgeIndex, "hybrid", "hybrid")
     wrap(SqlStore, "eligible_meta", "meta")
     wrap(SqlStore, "answer_search", "answer")

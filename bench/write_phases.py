@@ -34,7 +34,7 @@ import httpx  # noqa: E402
 
 import api.routes.memories as memories_route  # noqa: E402
 import memwarden.detect as detect  # noqa: E402
-import memwarden.services.remember as remember_activities  # noqa: E402
+import memwarden.services.remember as remember_service  # noqa: E402
 from bench import report  # noqa: E402
 from bench.load_clients import body  # noqa: E402
 from bench.phase_marks import MARKS, wrap  # noqa: E402
@@ -48,8 +48,8 @@ from worker import event_loop  # noqa: E402
 def instrument() -> None:
     """Wrap the write path's steps (before the stack starts, so every reference sees the wrappers)."""
     wrap(memories_route, "_execute_remember", "route:wf")
-    wrap(remember_activities.RememberActivities, "_embed", "embed")
-    wrap(remember_activities.RememberActivities, "remember_candidate", "act")
+    wrap(remember_service.RememberService, "_embed", "embed")
+    wrap(remember_service.RememberService, "remember", "act")
     wrap(SqlStore, "screen_inputs", "inputs")
     wrap(SqlStore, "get_many", "getmany")
     wrap(SqlStore, "commit_live", "commit")

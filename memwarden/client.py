@@ -99,10 +99,27 @@ class MemwardenClient:
                 body[name] = body[name].model_dump(exclude_none=True)
         return RememberAnswer.model_validate(await self._call("POST", "/v1/memories", json=body))
 
+    async def remember_conversation(
+        self, session_id: str, messages: list[dict[str, Any]], **fields: Any
+    ) -> dict[str, Any]:
+        """Hand over a conversation (`[{role, content, timestamp?, turn_id?}]`); memwarden extracts what is
+        worth remembering and the gate decides each candidate. Sending it again stores nothing twice."""
+        body = {"session_id": session_id, "messages": messages, **fields}
+        return await self._call("POST", "/v1/conversations", json=body)  # type: ignore[no-any-return]
+
     async def search(
-        self, query: str, *, k: int | None = None, types: list[str] | None = None, consequence: str | None = None
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        types: list[str] | None = None,
+        consequence: str | None = None,
+        session: str | None = None,
     ) -> SearchAnswer:
+        """`session`: the conversation asking (an id), recorded with the read for blast-radius reviews."""
         body: dict[str, Any] = {"query": query}
+        if session is not None:
+            body["session"] = session
         if k is not None:
             body["k"] = k
         if types is not None:
@@ -164,6 +181,40 @@ class MemwardenClient:
     async def deletion(self, deletion_id: str) -> dict[str, Any]:
         """The deletion's receipt: status, per-sink evidence, receipt hash."""
         return await self._call("GET", f"/v1/deletions/{deletion_id}")  # type: ignore[no-any-return]
+
+    async def revert(self, memory_id: str) -> dict[str, Any]:
+        """Undo the supersession this live version made: its predecessor's value is live again, as a new version."""
+        return await self._call("POST", f"/v1/memories/{memory_id}/revert")  # type: ignore[no-any-return]
+
+    async def release(self, memory_id: str) -> dict[str, Any]:
+        """A quarantined write goes back into use (its store's moderator)."""
+        return await self._call("POST", f"/v1/memories/{memory_id}/release")  # type: ignore[no-any-return]
+
+    async def reads(self, memory_id: str) -> dict[str, Any]:
+        """Who retrieved this memory, when and in how many searches (operators, the owner)."""
+        return await self._call("GET", f"/v1/memories/{memory_id}/reads")  # type: ignore[no-any-return]
+
+    async def rollback(self, selector: dict[str, Any], *, reason: str, store: str | None = None) -> dict[str, Any]:
+        """Quarantine every write the selector matches (`{"kind": "writer", "writer": ..., "since": ..., "until": ...}`,
+        `source`, `memories`), then restore and re-derive; returns the rollback id (202)."""
+        body: dict[str, Any] = {"selector": selector, "reason": reason}
+        if store is not None:
+            body["store"] = store
+        return await self._call("POST", "/v1/rollbacks", json=body)  # type: ignore[no-any-return]
+
+    async def rollback_receipt(self, rollback_id: str) -> dict[str, Any]:
+        """The rollback: members, per-sink evidence and, once verified, its receipt."""
+        return await self._call("GET", f"/v1/rollbacks/{rollback_id}")  # type: ignore[no-any-return]
+
+    async def pending(self, store: str, *, limit: int | None = None) -> dict[str, Any]:
+        """A shared store's moderation queue, oldest first (its moderators)."""
+        params = {"limit": limit} if limit is not None else None
+        return await self._call("GET", f"/v1/stores/{store}/pending", params=params)  # type: ignore[no-any-return]
+
+    async def settle_many(self, store: str, memory_ids: list[str], *, action: str = "confirm") -> dict[str, Any]:
+        """Confirm or decline many pending writes of a store at once; each answers for itself."""
+        body = {"action": action, "memory_ids": memory_ids}
+        return await self._call("POST", f"/v1/stores/{store}/pending/settle", json=body)  # type: ignore[no-any-return]
 
     async def source_event(
         self, source: str, key: str, *, deleted: bool = False, version: str | None = None, event_id: str | None = None

@@ -14,11 +14,13 @@ from collections.abc import Callable
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memwarden.audit_signing import CheckpointSigner, CheckpointVerifier
+from memwarden.file_modes import check_key_file, private_dir
 from memwarden.jwks import JwksKeys, TokenVerifier
 from memwarden.keys import Purpose, derive_key, weak_secret_reason
 from memwarden.policy.gate import GatePolicy
@@ -55,6 +57,11 @@ SECRET_FIELDS = frozenset(
     }
 )
 """Settings whose values are credentials (or embed them): a Secret / env file, never a ConfigMap or a log."""
+
+
+class ExtractorKind(StrEnum):
+    RULES = "rules"
+    LLM = "llm"
 
 
 class OtelExporter(StrEnum):
@@ -255,7 +262,26 @@ class Settings(BaseSettings):
     metrics_enabled: bool = Field(default=True, description="Serve Prometheus metrics at GET /metrics.")
     me_cookie_secure: bool | None = Field(
         default=None,
-        description="Mark the /me page's session cookie Secure; default: when the request came over https.",
+        description="Mark the /me page's cookies Secure; default: always in production, else when over https.",
+    )
+    trusted_proxies: list[str] = Field(
+        default_factory=lambda: ["127.0.0.1", "::1"],
+        description="Peers whose X-Forwarded-For/-Proto the API believes (uvicorn forwarded_allow_ips); '*': all.",
+    )
+    mcp_enabled: bool | None = Field(
+        default=None,
+        description="Serve memwarden's MCP server at /mcp (streamable HTTP, the API's bearer tokens); "
+        "default: when the mcp extra is installed. On without the extra, the API refuses to start.",
+    )
+    mcp_resource_url: str | None = Field(
+        default=None,
+        description="The public URL of /mcp, named in its protected-resource metadata (set it behind a proxy); "
+        "default: http on MEMWARDEN_API_HOST (127.0.0.1 for 0.0.0.0) and MEMWARDEN_API_PORT, path /mcp.",
+    )
+    mcp_authorization_server: str | None = Field(
+        default=None,
+        description="The authorization server the /mcp metadata names for tokens; default "
+        "MEMWARDEN_AUTH_JWKS_ISSUER when it is a URL, else the origin of the /mcp URL.",
     )
     codec_cors_origins: list[str] = Field(
         default_factory=lambda: ["http://127.0.0.1:8233", "http://localhost:8233"],
@@ -328,6 +354,40 @@ class Settings(BaseSettings):
         ge=1,
         le=1000,
         description="Search: candidates each retriever (dense, BM25) offers to ranking, at least 4 x k.",
+    )
+
+    extractor: ExtractorKind = Field(
+        default=ExtractorKind.RULES,
+        description="Conversations: which extractor proposes candidates: rules (offline) or llm (EXTRACT_LLM_*).",
+    )
+    extract_llm_base_url: str | None = Field(
+        default=None,
+        description="Conversations: an OpenAI-compatible API's base URL (its /chat/completions is called).",
+    )
+    extract_llm_model: str = Field(default="gpt-4o-mini", description="Conversations: the chat model to ask.")
+    extract_llm_api_key: str | None = Field(
+        default=None, description="Conversations: the endpoint's bearer key (never logged)."
+    )
+    extract_llm_timeout_seconds: float = Field(
+        default=20.0, gt=0, le=300, description="Conversations: how long one chat-completions call may take."
+    )
+    extract_llm_retries: int = Field(
+        default=2, ge=0, le=10, description="Conversations: retries of a failed or malformed completion."
+    )
+    guidance_repeat_sessions: int = Field(
+        default=3,
+        ge=2,
+        le=50,
+        description="Conversations: sessions repeating task guidance before it is proposed as a preference.",
+    )
+    conversation_concurrency: int = Field(
+        default=1,
+        ge=1,
+        le=16,
+        description="Conversations: candidates decided at once (1: in message order; more: never two of a slot).",
+    )
+    max_conversation_messages: int = Field(
+        default=200, ge=1, le=5000, description="Conversations: most messages one request may hand over."
     )
 
     workflow_timeout_seconds: float = Field(
@@ -408,6 +468,8 @@ class Settings(BaseSettings):
             raise ValueError("MEMWARDEN_TOKEN_TTL_SECONDS exceeds MEMWARDEN_TOKEN_MAX_TTL_SECONDS")
         if self.auth_local_tokens is None:
             self.auth_local_tokens = embedded or self.auth_jwks_url is None
+        if self.me_cookie_secure is None and not embedded:
+            self.me_cookie_secure = True  # production is served over TLS (at the proxy, if not here)
         if not embedded:
             if not self.auth_secret:
                 raise ValueError("MEMWARDEN_AUTH_SECRET is required in the production profile")
@@ -460,6 +522,27 @@ class Settings(BaseSettings):
     def key_for(self, purpose: Purpose) -> bytes:
         """The key for one purpose, derived from the secret (memwarden.keys): never the secret itself."""
         return derive_key(self.auth_secret_value, purpose)
+
+    @property
+    def mcp_resource(self) -> str:
+        """The URL MCP clients reach /mcp at (the resource of its protected-resource metadata)."""
+        if self.mcp_resource_url:
+            return self.mcp_resource_url.rstrip("/")
+        host = "127.0.0.1" if self.api_host in ("0.0.0.0", "::", "") else self.api_host
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.api_port}/mcp"
+
+    @property
+    def mcp_authorization_server_url(self) -> str:
+        """Where the /mcp metadata sends clients for a token (an identity provider's issuer, or memwarden)."""
+        if self.mcp_authorization_server:
+            return self.mcp_authorization_server
+        issuer = self.auth_jwks_issuer or ""
+        if issuer.startswith(("https://", "http://")):
+            return issuer
+        parsed = urlsplit(self.mcp_resource)
+        return f"{parsed.scheme}://{parsed.netloc}"
 
     @cached_property
     def token_verifier(self) -> TokenVerifier:
@@ -524,10 +607,14 @@ def _codec_key(raw: str) -> bytes:
 
 
 def _secret_file(path: Path, make: Callable[[], str]) -> str:
-    """Read a secret, or create it exactly once (O_EXCL: a racing process reads the winner's)."""
+    """Read a secret, or create it exactly once (O_EXCL: a racing process reads the winner's).
+
+    Created 0600 in a 0700 dir; an existing one that group or others may read is refused
+    (`memwarden.file_modes.check_key_file` says how to fix it)."""
     if path.exists():
+        check_key_file(path)
         return path.read_text().strip()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     value = make()
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

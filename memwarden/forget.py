@@ -85,8 +85,25 @@ class ExpiredSelector(_Selector):
     kind: Literal["expired"] = "expired"
 
 
+class QuarantinedSelector(_Selector):
+    """What one rollback quarantined and is still quarantined (a moderator forgets it; no role may send it
+    to `POST /v1/forget`, the route `POST /v1/rollbacks/{id}/forget` builds it)."""
+
+    kind: Literal["quarantined"] = "quarantined"
+    rollback_id: str = _ID
+    stores: list[str] | None = None
+    """Only members in these shared stores (a moderator's, for a rollback that spans more than theirs)."""
+
+
 Selector = Annotated[
-    MemorySelector | SlotSelector | OwnerSelector | AgentSelector | SourceSelector | TenantSelector | ExpiredSelector,
+    MemorySelector
+    | SlotSelector
+    | OwnerSelector
+    | AgentSelector
+    | SourceSelector
+    | TenantSelector
+    | ExpiredSelector
+    | QuarantinedSelector,
     Field(discriminator="kind"),
 ]
 

@@ -37,6 +37,9 @@ class Purpose(StrEnum):
     """The hash in the names of subject handles, which workflow history holds (`memwarden.stores.subjects`)."""
     CSRF = "csrf"
     """The /me page's form tokens (`api.me.session`)."""
+    REQUEST_BINDINGS = "request-bindings"
+    """What a keyed write the API rejected before parking was proposed with (`api.prescreen`): a reused
+    idempotency key is recognised without a content hash of the rejected text on record."""
 
 
 def derive_key(secret: str | bytes, purpose: Purpose) -> bytes:

@@ -99,18 +99,24 @@ CONTENT_GONE_STATUSES: frozenset[Status] = frozenset({Status.EXPIRED, Status.TOM
 _FORGETTABLE = frozenset(s for s in Status if s not in FORGOTTEN_STATUSES)
 
 TRANSITIONS: dict[Status, frozenset[Status]] = {
-    Status.PENDING: frozenset({Status.ACTIVE, Status.REJECTED}),
+    Status.PENDING: frozenset({Status.ACTIVE, Status.REJECTED, Status.QUARANTINED}),
     Status.ACTIVE: frozenset({Status.STALE, Status.SUPERSEDED, Status.QUARANTINED, Status.EXPIRED, Status.INVALIDATED}),
     Status.STALE: frozenset({Status.ACTIVE, Status.INVALIDATED, Status.SUPERSEDED, Status.QUARANTINED, Status.EXPIRED}),
     Status.SUPERSEDED: frozenset(),
     Status.INVALIDATED: frozenset(),
-    Status.QUARANTINED: frozenset(),
+    Status.QUARANTINED: frozenset({Status.ACTIVE, Status.SUPERSEDED}),
     Status.EXPIRED: frozenset(),
     Status.REJECTED: frozenset(),
     Status.TOMBSTONED: frozenset({Status.PURGED}),
     Status.PURGED: frozenset(),
 }
 """The status machine of ARCHITECTURE.md; `forget` (-> tombstoned) is allowed from any non-purged state."""
+
+
+QUARANTINABLE_STATUSES: frozenset[Status] = frozenset({Status.PENDING, Status.ACTIVE, Status.STALE})
+"""What a rollback may quarantine: a write that is, or may become, someone's answer. A moderator then
+releases it (back to `active`, or `superseded` by a new version of its value when its slot moved on) or
+forgets it."""
 
 
 class InvalidTransition(ValueError):
@@ -412,6 +418,10 @@ class RememberInput(BaseModel):
     subject_ref: str | None = None
     """A subject handle (memwarden.stores.subjects) holding `owner_id` and `provenance.writer`, which are
     then empty here: history names nobody. None when the starter carries the ids itself (tests)."""
+    screening: Screening | None = None
+    """The detectors' codes for this content, when the API already screened it before parking it (it
+    parks only what passed). The activity reuses them only for the content whose hash is
+    `content_hash`, and still decides; None: the activity screens (older histories, direct starters)."""
 
 
 class RememberResult(BaseModel):
@@ -657,3 +667,145 @@ class InvalidateResult(BaseModel):
     stale: int
     invalidated: int
     revalidated: int
+
+
+class RevertInput(BaseModel):
+    """RevertWorkflow's input: undo one supersession (`revert`) or release one quarantined write (`release`).
+
+    Ids and the actor's audit pseudonym only; the value brought back is copied inside the store."""
+
+    tenant_id: str
+    memory_id: str
+    actor: str
+    action: str = "revert"
+
+
+class RevertResult(BaseModel):
+    """The new live version (None when nothing went live), what it replaced, and what it restored."""
+
+    memory_id: str | None
+    reverted: str
+    restored_from: str | None
+    outcome: str
+
+
+class RollbackInput(BaseModel):
+    """RollbackWorkflow's input: the rollback (already quarantined by the API) and its tenant."""
+
+    rollback_id: str
+    tenant_id: str
+
+
+class RollbackTask(BaseModel):
+    """One sink's apply or check for one rollback; `attempt` counts the workflow's rounds."""
+
+    rollback_id: str
+    tenant_id: str
+    sink: str
+    attempt: int = 1
+
+
+class RollbackPlan(BaseModel):
+    """What the restore step did and the sinks to fan out to (this worker's configuration)."""
+
+    sinks: list[str]
+    members: int
+    restored: int
+
+
+class RollbackResult(BaseModel):
+    rollback_id: str
+    receipt_hash: str
+    sinks: list[SinkEvidence]
+
+
+class MessageRole(StrEnum):
+    """Who spoke a turn of a conversation handed to `POST /v1/conversations`."""
+
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+    SYSTEM = "system"
+
+
+class ConversationInput(BaseModel):
+    """ConversationWorkflow's input: where the conversation is parked and whom it is for, no text.
+
+    `conversation_ref` names the claim check holding the messages (JSON); `subject_ref` the handle holding
+    the owner's id and the writer (as for Remember). `namespace_key` is a UUID fixed by (tenant, caller,
+    session): each candidate's memory id is derived from it, the turn and the candidate's index, so the same
+    turn sent again names the same memories. `session_key` is a keyed hash of the session id (the session id
+    itself is the caller's text and stays in the claim check)."""
+
+    conversation_ref: str
+    namespace_key: str
+    session_key: str
+    message_count: int
+    tenant_id: str
+    scope: Scope
+    agent_id: str | None = None
+    store: str | None = None
+    actor: str
+    subject_ref: str
+    concurrency: int = Field(default=1, ge=1, le=16)
+
+
+class ExtractedCandidate(BaseModel):
+    """One candidate the extractor proposed, sealed for history: the RememberWorkflow input (its content
+    parked under `candidate.candidate_ref`) and the message it came from, by index and turn id."""
+
+    candidate: RememberInput
+    message_index: int
+    turn_id: str | None = None
+    extractor: str
+    kind: str
+    """What the extractor saw (`preference`, `fact`, `plan`, `correction`, `task_guidance`, `episode`,
+    `repeated_guidance`): a code, never text."""
+    known: RememberResult | None = None
+    """Set when an earlier run already decided this candidate (its memory row exists): no child runs."""
+
+
+class Extraction(BaseModel):
+    """What `extract_conversation` returns: every sealed candidate, in message order."""
+
+    candidates: list[ExtractedCandidate]
+    extractor: str
+
+
+class CandidateOutcome(BaseModel):
+    """Per candidate of a conversation: the gate's answer and the message it came from."""
+
+    message_index: int
+    turn_id: str | None = None
+    kind: str
+    type: MemoryType
+    decision: Decision
+    reason: str
+    memory_id: str | None = None
+    supersedes: str | None = None
+    workflow_id: str | None = None
+
+
+class ConsolidateInput(BaseModel):
+    """`consolidate_session`'s input: the session's episodic memories written by this conversation."""
+
+    tenant_id: str
+    subject_ref: str
+    conversation_ref: str
+    session_key: str
+    actor: str
+    memory_ids: list[str]
+
+
+class ConsolidateResult(BaseModel):
+    summary_id: str | None = None
+    derived_from: int = 0
+
+
+class ConversationResult(BaseModel):
+    """ConversationWorkflow's answer: one outcome per candidate, in message order, and the session summary."""
+
+    outcomes: list[CandidateOutcome]
+    extractor: str
+    summary_id: str | None = None
+    summary_derived_from: int = 0

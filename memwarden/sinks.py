@@ -22,6 +22,7 @@ from memwarden.stores.forget import ForgetStore
 from memwarden.stores.replicas import ReplicaStore
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.summaries import (
+    SUMMARY_SLOT,
     Summarizer,
     derive,
     purge_summary,
@@ -87,7 +88,8 @@ class _Vacuum:
 
 
 class VectorIndexSink:
-    """Points deleted by id; on Qdrant Edge the segments are then vacuumed so deleted vectors are gone."""
+    """Points deleted by id, then the segments compacted (Qdrant Edge: vacuumed; a Qdrant server: its
+    vacuum optimizer run and waited for) so deleted vectors and payloads are gone from its files."""
 
     name = VECTOR_INDEX
 
@@ -222,6 +224,7 @@ class SummarySink:
                         max_chars=self.max_chars,
                         actor="system:forget",
                         now=now,
+                        slot=summary.slot or SUMMARY_SLOT,
                     )
             if await purge_summary(self.store, lineage.tenant_id, summary.id, now):
                 purged += 1

@@ -37,6 +37,8 @@ SEARCH_MEMORY = "search_memory"
 UPDATE_MEMORY = "update_memory"
 DELETE_MEMORY = "delete_memory"
 REVALIDATE_MEMORY = "revalidate_memory"
+REMEMBER_CONVERSATION = "remember_conversation"
+"""A conversation handed over (`POST /v1/conversations`): its candidates are `create_memory` children."""
 OPERATIONS = (CREATE_MEMORY, SEARCH_MEMORY, UPDATE_MEMORY, DELETE_MEMORY, REVALIDATE_MEMORY)
 
 PROVIDER_NAME = "memwarden"
@@ -67,6 +69,9 @@ TRIGGER = "memwarden.revalidation.trigger"
 SOURCE_SYSTEM = "memwarden.source.system"
 NEW_MEMORY_ID = "memwarden.new_memory.id"
 CHECKED_COUNT = "memwarden.checked.count"
+CANDIDATE_COUNT = "memwarden.candidates.count"
+STORED_COUNT = "memwarden.candidates.stored"
+EXTRACTOR = "memwarden.extractor"
 
 ALLOWED_ATTRIBUTES = frozenset(
     {
@@ -94,6 +99,9 @@ ALLOWED_ATTRIBUTES = frozenset(
         SOURCE_SYSTEM,
         NEW_MEMORY_ID,
         CHECKED_COUNT,
+        CANDIDATE_COUNT,
+        STORED_COUNT,
+        EXTRACTOR,
     }
 )
 """Ids, codes and counts: the only keys memwarden puts on its spans."""
@@ -131,11 +139,45 @@ class Metrics:
         self.revalidations = meter.create_counter(
             "memwarden.revalidations", description="Revalidation outcomes (valid, changed, gone, unavailable)."
         )
+        self.rollbacks = meter.create_counter(
+            "memwarden.rollbacks", description="Rollbacks requested (a writer's window, a source record, ids)."
+        )
+        self.quarantined = meter.create_counter(
+            "memwarden.memories.quarantined", description="Memories quarantined by rollbacks."
+        )
+        self.influenced_answers = meter.create_counter(
+            "memwarden.answers.unreviewed",
+            description="Search answers that returned memory still pending review or quarantined later, by reason.",
+        )
+        self.conversations = meter.create_counter(
+            "memwarden.conversations", description="Conversations handed over and answered, by extractor."
+        )
+        self.conversation_candidates = meter.create_counter(
+            "memwarden.conversation.candidates",
+            description="Candidates extracted from conversations, by the gate's decision and the extractor's kind.",
+        )
         self.deletion_seconds = meter.create_histogram(
             "memwarden.deletion.duration",
             unit="s",
             description="Time from a forget request to its verified receipt.",
         )
+
+    def record_rollback(self, selector_kind: str, quarantined: int) -> None:
+        """One rollback requested, and the writes it quarantined (the API, once per new rollback)."""
+        self.rollbacks.add(1, {"selector": selector_kind})
+        if quarantined:
+            self.quarantined.add(quarantined, {"selector": selector_kind})
+
+    def record_influenced_answers(self, answers: int, reason: str) -> None:
+        """Answers that returned memory nobody had reviewed: pending, or quarantined after it was served."""
+        if answers:
+            self.influenced_answers.add(answers, {"reason": reason})
+
+    def record_conversation(self, extractor: str, decisions: Iterable[tuple[str, str]]) -> None:
+        """One conversation answered: its extractor, and each candidate's decision by kind (codes only)."""
+        self.conversations.add(1, {"extractor": extractor})
+        for decision, kind in decisions:
+            self.conversation_candidates.add(1, {"decision": decision, "kind": kind})
 
     def record_write(self, decision: str, reason: str) -> None:
         self.writes.add(1, {"decision": decision, "reason": reason})

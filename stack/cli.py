@@ -1,4 +1,4 @@
-"""The `memwarden` command: up (embedded stack), worker and api (production), token, import, audit."""
+"""The `memwarden` command: up (embedded stack), worker and api (production), token, mcp (stdio), import, audit."""
 
 from __future__ import annotations
 
@@ -72,7 +72,13 @@ def cmd_api(args: argparse.Namespace) -> int:
     settings = _settings(args, api_port=args.port, api_host=args.host)
     telemetry.setup(settings)
     config = uvicorn.Config(
-        create_app(settings), host=settings.api_host, port=settings.api_port, log_level="warning", access_log=False
+        create_app(settings),
+        host=settings.api_host,
+        port=settings.api_port,
+        log_level="warning",
+        access_log=False,
+        proxy_headers=True,
+        forwarded_allow_ips=settings.trusted_proxies,  # X-Forwarded-* from anyone else is ignored
     )
     server = GracefulServer(config)
     server.run()
@@ -100,6 +106,37 @@ def cmd_token(args: argparse.Namespace) -> int:
         print(f"memwarden token: {exc}", file=sys.stderr)
         return 2
     print(token)
+    return 0
+
+
+MCP_EXTRA_MISSING = "memwarden mcp: the mcp extra is not installed: pip install 'memwarden[mcp]'"
+
+
+def mcp_token(token_file: str | None) -> str | None:
+    """The bearer token `memwarden mcp` acts under: --token-file, else MEMWARDEN_TOKEN; never argv (ps shows it)."""
+    if token_file:
+        return Path(token_file).read_text(encoding="utf-8").strip() or None
+    return os.environ.get("MEMWARDEN_TOKEN", "").strip() or None
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """memwarden's MCP server over stdio for a desktop agent: its tools call the API at --url as one principal."""
+    try:
+        import anyio
+
+        from memwarden.integrations.mcp import stdio_server
+    except ImportError:
+        print(MCP_EXTRA_MISSING, file=sys.stderr)
+        return 2
+    try:
+        token = mcp_token(args.token_file)
+    except OSError as exc:
+        print(f"memwarden mcp: cannot read --token-file ({exc.strerror})", file=sys.stderr)
+        return 2
+    if token is None:
+        print("memwarden mcp: no token: set MEMWARDEN_TOKEN or pass --token-file", file=sys.stderr)
+        return 2
+    anyio.run(stdio_server(args.url, token).run_stdio_async)
     return 0
 
 
@@ -165,6 +202,17 @@ def parser() -> argparse.ArgumentParser:
     imp.add_argument("--url", default=os.environ.get("MEMWARDEN_URL", "http://127.0.0.1:8080"))
     imp.add_argument("--token", default=os.environ.get("MEMWARDEN_TOKEN"), help="default: MEMWARDEN_TOKEN")
     imp.set_defaults(func=cmd_import)
+
+    mcp = sub.add_parser(
+        "mcp",
+        help="memwarden's MCP server over stdio (desktop agents), as one token's principal",
+        allow_abbrev=False,  # `--token x` must be refused, not read as --token-file: a token never goes in argv
+    )
+    mcp.add_argument(
+        "--url", default=os.environ.get("MEMWARDEN_URL", "http://127.0.0.1:8080"), help="the API (MEMWARDEN_URL)"
+    )
+    mcp.add_argument("--token-file", help="a file holding the bearer token (default: MEMWARDEN_TOKEN)")
+    mcp.set_defaults(func=cmd_mcp)
 
     audit = sub.add_parser("audit", help="verify the audit chain, or show one memory's history")
     audit_sub = audit.add_subparsers(dest="audit_command", required=True)

@@ -20,6 +20,8 @@ from types import TracebackType
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 
+from memwarden.file_modes import PRIVATE_UMASK, private_dir, private_file, with_umask
+
 STOP_GRACE_SECONDS = 10.0
 _LOG_NAME = "temporal-server.log"
 _TAIL_BYTES = 4000
@@ -131,13 +133,14 @@ class DevServer:
         """Launch the server and wait until a client can describe the namespace."""
         if self.running:
             raise DevServerError("dev server already running")
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.data_dir)  # its history holds sealed payloads; no one else's to read
         cmd = self.command()
-        log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+        private_file(self.log_path)
+        log_start = self.log_path.stat().st_size
         log = await asyncio.to_thread(open, self.log_path, "ab")
         try:
             self._proc = await asyncio.create_subprocess_exec(
-                *cmd,
+                *with_umask(PRIVATE_UMASK, cmd),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,

@@ -18,6 +18,7 @@ import uvicorn
 from api.app import create_app
 from memwarden import telemetry
 from memwarden.config import Settings
+from memwarden.file_modes import private_dir
 from memwarden.temporal.client import connect
 from stack.devserver import DevServer
 from worker.runtime import build_worker, open_deps
@@ -46,6 +47,8 @@ async def run_api(settings: Settings, server_holder: list[uvicorn.Server], app: 
         log_level="warning",  # type: ignore[arg-type]
         lifespan="on",
         access_log=False,
+        proxy_headers=True,
+        forwarded_allow_ips=settings.trusted_proxies,  # X-Forwarded-* from anyone else is ignored
     )
     server = _Server(config)
     server_holder.append(server)
@@ -57,7 +60,7 @@ async def run_api(settings: Settings, server_holder: list[uvicorn.Server], app: 
 
 
 async def up(settings: Settings, *, temporal_port: int, ui_port: int, headless: bool = False) -> None:
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(settings.data_dir)  # 0700: every memory, the keys and history live here
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -10,21 +10,24 @@ from datetime import timedelta
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.conversation import ConversationActivities
+from activities.forget import ForgetActivities
 from activities.imports import ImportActivities
+from activities.memory import MemoryActivities
+from activities.remediation import RemediationActivities
+from activities.remember import RememberActivities
+from activities.replicas import ReplicaActivities
+from activities.retention import RetentionActivities
+from activities.revalidate import RevalidateActivities
+from activities.summaries import SummaryActivities
 from memwarden import detect
 from memwarden.audit_heads import CheckpointTimer, audit_heads
 from memwarden.config import Settings
 from memwarden.embed import Embedder, default_embedder
 from memwarden.services.deps import Deps
-from memwarden.services.forget import ForgetActivities
 from memwarden.services.indexing import reconcile_index
-from memwarden.services.memory import MemoryActivities
-from memwarden.services.remember import RememberActivities
-from memwarden.services.replicas import ReplicaActivities
-from memwarden.services.retention import RetentionActivities
-from memwarden.services.revalidate import RevalidateActivities
-from memwarden.services.summaries import SummaryActivities
 from memwarden.stores.cache import open_cache
+from memwarden.stores.forget import ForgetStore
 from memwarden.stores.replicas import ReplicaStore
 from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import open_store
@@ -42,6 +45,7 @@ async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> 
     """Migrate the store, open the index and cache; close them all on exit."""
     store = await open_store(settings)
     await store.migrate()
+    await ForgetStore(store).scrub_purged()  # tombstones purged before they were scrubbed (a no-op after)
     index = open_index(settings)
     await index.ensure()
     emb = embedder or await asyncio.to_thread(default_embedder)
@@ -83,11 +87,13 @@ def build_worker(client: Client, deps: Deps) -> Worker:
         *MemoryActivities(deps).all(),
         *remember.all(),
         *ImportActivities(deps, remember).all(),
+        *ConversationActivities(deps).all(),
         *ForgetActivities(deps).all(),
         *SummaryActivities(deps).all(),
         *ReplicaActivities(deps).all(),
         *RetentionActivities(deps).all(),
         *RevalidateActivities(deps).all(),
+        *RemediationActivities(deps).all(),
     ]
     return Worker(
         client,

@@ -1,9 +1,11 @@
 """Every workflow the worker registers (and replay tests replay), in one list."""
 
+from workflows.conversation import ConversationWorkflow
 from workflows.forget import ForgetWorkflow
 from workflows.health import HealthWorkflow
 from workflows.imports import ImportWorkflow
 from workflows.pending import PendingWriteWorkflow
+from workflows.remediation import RevertWorkflow, RollbackWorkflow
 from workflows.remember import RememberWorkflow
 from workflows.retention import RetentionWorkflow
 from workflows.retrieve import RetrieveWorkflow
@@ -12,6 +14,7 @@ from workflows.summarize import SummarizeWorkflow
 
 ALL_WORKFLOWS = [
     RememberWorkflow,
+    ConversationWorkflow,
     PendingWriteWorkflow,
     RetrieveWorkflow,
     HealthWorkflow,
@@ -21,11 +24,14 @@ ALL_WORKFLOWS = [
     RevalidateWorkflow,
     InvalidateWorkflow,
     PeriodicRevalidationWorkflow,
+    RevertWorkflow,
+    RollbackWorkflow,
     ImportWorkflow,
 ]
 
 __all__ = [
     "ALL_WORKFLOWS",
+    "ConversationWorkflow",
     "ForgetWorkflow",
     "HealthWorkflow",
     "ImportWorkflow",
@@ -36,5 +42,7 @@ __all__ = [
     "RetentionWorkflow",
     "RetrieveWorkflow",
     "RevalidateWorkflow",
+    "RevertWorkflow",
+    "RollbackWorkflow",
     "SummarizeWorkflow",
 ]

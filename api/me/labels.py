@@ -80,6 +80,11 @@ PROBLEMS = {
     "remember_failed": "The correction could not be completed; nothing was stored. Try again.",
     "forget_not_started": "The memory is hidden already, but deleting could not start. Delete it again.",
     "validation_failed": "That was not a valid request.",
+    "nothing_to_revert": "That memory has no earlier version to go back to.",
+    "predecessor_gone": "The earlier version was deleted or has expired, so it cannot come back.",
+    "predecessor_quarantined": "The earlier version is blocked under review, so it cannot come back.",
+    "not_owner": "Only the person this memory is about can undo its changes.",
+    "revert_failed": "The change could not be undone; nothing changed. Try again.",
 }
 
 
@@ -99,6 +104,9 @@ NOTICES = {
     "switched_on": Notice("success", "Memory is on again."),
     "edit_blank": Notice("error", "A correction cannot be empty. To remove a memory, delete it."),
     "edit_too_long": Notice("error", "That correction is too long."),
+    "revert": Notice(
+        "success", "Undone. The earlier value is in use again, as a new version; the replaced one is kept as history."
+    ),
 }
 
 

@@ -23,7 +23,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from api.me import session as sessions
 from api.me.labels import NOTICES, REASONS, SCOPES, SOURCES, STATUSES, TYPES, notice_for, status_group
 from api.problems import Problem
-from api.routes import correct, forget, memories
+from api.routes import correct, forget, memories, remediation
 from api.routes import settings as settings_routes
 from api.routes.export import audited_export, subject_filter
 from api.schemas import MemoryPatchIn, SettingsIn
@@ -279,6 +279,47 @@ async def edit(
 
 def _problem_redirect(problem: Problem, memory_id: str) -> Response:
     return _redirect(f"/me?done=problem&reason={problem.code}&focus={memory_id}")
+
+
+# -- version history and revert -----------------------------------------------------------------
+
+
+@router.get("/memories/{memory_id}/history")
+async def history(request: Request, memory_id: str) -> Response:
+    """A memory and every earlier version of it, newest first (GET /v1/memories/{id}'s history)."""
+    gate = _user(request)
+    if gate.session is None:
+        assert gate.response is not None
+        return gate.response
+    session = gate.session
+    record = await _own(request, session, memory_id)
+    if record is None:
+        return _not_found(request, session)
+    try:
+        detail = await memories.get_memory(state=_state(request), caller=session.principal, memory_id=memory_id)
+    except Problem:
+        return _not_found(request, session)
+    earlier = await _state(request).store.get_many(session.principal.tenant, [h.id for h in detail.history])
+    versions = [earlier[h.id] for h in detail.history if h.id in earlier]
+    revertible = record.status in LIVE_STATUSES and bool(record.supersedes) and bool(versions)
+    return _page(request, session, "history.html", memory=record, versions=versions, revertible=revertible)
+
+
+@router.post("/memories/{memory_id}/revert")
+async def revert(request: Request, memory_id: str, csrf: str = Form(default="")) -> Response:
+    """POST /v1/memories/{id}/revert on the person's behalf: the value this version replaced comes back."""
+    gate = _posted(request, csrf)
+    if gate.session is None:
+        assert gate.response is not None
+        return gate.response
+    session = gate.session
+    if await _own(request, session, memory_id) is None:
+        return _not_found(request, session)
+    try:
+        answer = await remediation.revert(state=_state(request), caller=session.principal, memory_id=memory_id)
+    except Problem as problem:
+        return _problem_redirect(problem, memory_id)
+    return _redirect(f"/me?done=revert&focus={answer.memory_id or memory_id}")
 
 
 # -- confirm / decline ------------------------------------------------------------------------

@@ -21,7 +21,6 @@ from api.routes.memories import _nul_field, _replay, _scoped_key, remember
 from api.schemas import MemoryPatchIn, RememberOut
 from api.state import ApiState, Caller, State
 from api.telemetry import traced
-from memwarden import randomness
 from memwarden.identity import Principal, Role
 from memwarden.records import (
     LIVE_STATUSES,
@@ -99,9 +98,7 @@ async def patch_memory(
         )
 
     key = f"patch\x00{memory_id}\x00{body.idempotency_key}" if body.idempotency_key else None
-    new_id = (
-        str(uuid.uuid5(_PATCH_NS, f"{caller.tenant}\x00{caller.actor}\x00{key}")) if key else str(randomness.uuid4())
-    )
+    new_id = str(uuid.uuid5(_PATCH_NS, f"{caller.tenant}\x00{caller.actor}\x00{key}")) if key else str(uuid.uuid4())
     workflow_id = f"remember-{new_id}"
     scoped_key = _scoped_key(caller.actor, key)
     digest = content_hash(body.content)

@@ -32,11 +32,15 @@ EXPORT_FORMAT = "memwarden.export/1"
 _PAGE = 200
 
 
-def subject_filter(tenant: str, owner: str, statuses: tuple[Status, ...] = tuple(Status)) -> ReadFilter:
-    """Every memory about `owner`, in any scope (user, an agent's, a shared store's), in these statuses."""
+def subject_filter(
+    tenant: str, owner: str, statuses: tuple[Status, ...] = tuple(Status), *, pseudonym: str | None = None
+) -> ReadFilter:
+    """Every memory about `owner`, in any scope (user, an agent's, a shared store's), in these statuses;
+    with `pseudonym`, their purged tombstones too (whose owner is that pseudonym)."""
+    owners = (owner,) if pseudonym is None else (owner, pseudonym)
     return ReadFilter(
         tenant_id=tenant,
-        clauses=tuple(NamespaceClause(scope=scope, owner_ids=(owner,)) for scope in Scope),
+        clauses=tuple(NamespaceClause(scope=scope, owner_ids=owners) for scope in Scope),
         statuses=statuses,
     )
 
@@ -46,7 +50,8 @@ async def all_memories(state: ApiState, tenant: str, owner: str) -> list[MemoryR
     found: list[MemoryRecord] = []
     cursor: str | None = None
     while True:
-        page, cursor = await state.store.list_memories(subject_filter(tenant, owner), limit=_PAGE, cursor=cursor)
+        rf = subject_filter(tenant, owner, pseudonym=state.pseudonyms.subject(tenant, owner))
+        page, cursor = await state.store.list_memories(rf, limit=_PAGE, cursor=cursor)
         found.extend(page)
         if cursor is None:
             return found
@@ -55,10 +60,12 @@ async def all_memories(state: ApiState, tenant: str, owner: str) -> list[MemoryR
 async def subject_deletions(state: ApiState, tenant: str, owner: str) -> list[dict[str, Any]]:
     """Deletions the subject asked for, or that erased them (found by the keyed subject hash)."""
     hashed = subject_hash(state.subject_key, tenant, owner)
+    actor = f"{Role.USER.value}:{owner}"
+    requesters = [actor, state.pseudonyms.actor(tenant, actor)]  # older rows hold the id itself
     d = deletions.c
     query = (
         sa.select(d.id, d.status, d.reason, d.selector, d.created_at, d.completed_at, d.receipt_hash, d.counts)
-        .where(d.tenant_id == tenant, sa.or_(d.requester == f"{Role.USER.value}:{owner}", d.subject_hash == hashed))
+        .where(d.tenant_id == tenant, sa.or_(d.requester.in_(requesters), d.subject_hash == hashed))
         .order_by(d.created_at.desc(), d.id)
     )
     async with state.store.engine.connect() as conn:

@@ -36,6 +36,7 @@ from memwarden.identity import Principal, Role
 from memwarden.records import ForgetInput
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.forget import DeletionRow, ForgetStore, MemoryNotFound, build_receipt
+from memwarden.stores.tombstones import is_requester, owned_by, owner_hash, requester_hash
 from workflows.forget import ForgetWorkflow
 
 router = APIRouter(prefix="/v1", tags=["forget"])
@@ -69,20 +70,26 @@ def _authorize(caller: Principal, request: ForgetRequest) -> None:
 async def _memory_subject(state: ApiState, caller: Principal, memory_id: str) -> str:
     """The owner of one memory; 404 when it is not this caller's to delete (existence is not revealed)."""
     record = await state.store.get_memory(caller.tenant, memory_id)
-    if record is None or (caller.role is Role.USER and record.owner_id != caller.sub):
+    mine = record is not None and owned_by(state.pseudonyms, caller.tenant, record.owner_id, caller.sub)
+    if record is None or (caller.role is Role.USER and not mine):
         raise Problem(404, "not_found", "no such memory", field="memory_id")
     return record.owner_id
 
 
-async def _forget(state: ApiState, caller: Principal, request: ForgetRequest) -> DeletionAccepted:
+async def _forget(
+    state: ApiState, caller: Principal, request: ForgetRequest, *, authorized: bool = False
+) -> DeletionAccepted:
+    """`authorized`: the caller's right to this selector was checked by the route (a moderator forgetting
+    what a rollback quarantined in their store, `api.routes.remediation`)."""
     telemetry.set_attributes(trace.get_current_span(), {telemetry.SELECTOR_KIND: request.selector.kind})
-    _authorize(caller, request)
+    if not authorized:
+        _authorize(caller, request)
     key = state.subject_key
     selector = request.selector
     body = redacted(selector, key, caller.tenant)
     if isinstance(selector, MemorySelector):
         owner = await _memory_subject(state, caller, selector.memory_id)
-        subject = subject_hash(key, caller.tenant, owner)
+        subject = owner_hash(key, caller.tenant, owner)  # a tombstone's owner is a pseudonym already
     else:
         subject = body.get("subject_hash")
     forget = ForgetStore(state.store, state.settings.retention_classes)
@@ -209,7 +216,10 @@ async def get_deletion(state: State, caller: Caller, deletion_id: str) -> dict[s
     """The receipt: for the requester, privacy officers and operators of the tenant."""
     forget = ForgetStore(state.store, state.settings.retention_classes)
     row = await forget.get(caller.tenant, deletion_id) if len(deletion_id) <= 64 else None
-    if row is None or not (caller.role in (Role.PRIVACY, Role.OPERATOR) or row.requester == caller.actor):
+    if row is None or not (
+        caller.role in (Role.PRIVACY, Role.OPERATOR)
+        or is_requester(state.pseudonyms, caller.tenant, row.requester, caller.actor)
+    ):
         raise Problem(404, "not_found", "no such deletion", field="deletion_id")
     if row.status in ("tombstoned", "purging") and await _workflow_ended_without_receipt(state, row):
         await forget.set_status(row.tenant_id, row.id, "failed", datetime.now(UTC))
@@ -218,7 +228,7 @@ async def get_deletion(state: State, caller: Caller, deletion_id: str) -> dict[s
     view = receipt_view(row, sinks)
     if row.status == "verified":
         # Exactly what was hashed: sha256 of its canonical JSON is `receipt_hash` (anyone can check it).
-        requester = subject_hash(state.subject_key, row.tenant_id, row.requester)
+        requester = requester_hash(state.subject_key, row.tenant_id, row.requester)
         view["receipt"] = build_receipt(row, sinks, requester_hash=requester)
     return view
 

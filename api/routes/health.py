@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from datetime import timedelta
 
 from fastapi import APIRouter
@@ -10,7 +11,6 @@ from fastapi.responses import JSONResponse
 
 from api.problems import problem_response
 from api.state import State
-from memwarden import randomness
 from workflows.health import HealthWorkflow
 
 router = APIRouter(tags=["health"])
@@ -36,7 +36,7 @@ async def readyz(state: State) -> JSONResponse | dict[str, object]:
     index_ok = temporal_ok and await _check(
         state.temporal.execute_workflow(
             HealthWorkflow.run,
-            id=f"health-{randomness.uuid4()}",
+            id=f"health-{uuid.uuid4()}",
             task_queue=state.settings.temporal_task_queue,
             execution_timeout=timedelta(seconds=timeout),
             request_eager_start=True,

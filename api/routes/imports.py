@@ -231,7 +231,7 @@ def conversation_line(
 
     Not applied by this build: reported on its line (`unsupported_line_kind`), the other lines go on.
     Wiring it means validating the body as `POST /v1/conversations` does and parking it with kind
-    `conversation`; `ImportActivities` dispatches parked lines by kind.
+    `conversation`; `ImportService` dispatches parked lines by kind.
     """
     return LineOutcome(line_no, "ERROR", "unsupported_line_kind")
 

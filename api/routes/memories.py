@@ -13,12 +13,12 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from api.prescreen import KeyReused, prescreen, record_rejection, rejected_before
 from api.problems import Problem
 from api.routes.settings import memory_enabled
 from api.schemas import MemoryDetail, MemoryOut, MemoryPage, RememberOut
 from api.state import ApiState, Caller, State
 from api.telemetry import traced
-from memwarden import randomness
 from memwarden.identity import (
     Forbidden,
     Principal,
@@ -31,16 +31,19 @@ from memwarden.identity import (
 from memwarden.records import (
     CandidateIn,
     Decision,
+    MemoryRecord,
     Provenance,
     ReadFilter,
     RememberInput,
     RememberResult,
+    Scope,
     SettleAction,
     SettleRequest,
     SourceRef,
     Status,
     content_hash,
 )
+from memwarden.stores.audit import is_pseudonym
 from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.subjects import handle_row, new_handle
 from memwarden.telemetry import CREATE_MEMORY
@@ -56,7 +59,7 @@ CLAIM_CHECK_TTL = timedelta(days=1)
 def _memory_id(tenant: str, actor: str, key: str | None) -> str:
     """A fresh id, or one fixed by the caller's idempotency key (same key, same record)."""
     if key is None:
-        return str(randomness.uuid4())
+        return str(uuid.uuid4())
     return str(uuid.uuid5(_IDEMPOTENCY_NS, f"{tenant}\x00{actor}\x00{key}"))
 
 
@@ -176,12 +179,25 @@ def _pseudonym(state: ApiState, caller: Principal) -> str:
 async def remember(
     state: ApiState, request: RememberInput, content: str, now: datetime, workflow_id: str, digest: str
 ) -> RememberResult:
-    """Park the write, then run RememberWorkflow and return its decision.
+    """Screen the write, park it, then run RememberWorkflow and return its decision.
 
-    The content and a subject handle (which keeps the owner's id and the writer out of history) are
-    committed to the store in one transaction before the workflow starts: the activity always finds
-    them there, on whichever worker it runs.
+    Screening comes first (`api.prescreen`): a candidate the gate's first steps reject is answered and
+    audited here, and its text is never written anywhere. What passes is parked: the content and a
+    subject handle (which keeps the owner's id and the writer out of history) are committed to the store
+    in one transaction before the workflow starts, so the activity always finds them there, on whichever
+    worker it runs; the screening travels with the input, so the detectors run once.
     """
+    if request.idempotency_key is not None:
+        try:
+            before = await rejected_before(state, request)
+        except KeyReused:
+            raise _key_reused() from None
+        if before is not None:
+            return before
+    screening, rejected = await prescreen(state, request, content)
+    if rejected is not None:
+        return await record_rejection(state, request, rejected)
+    request = request.model_copy(update={"screening": screening})
     sealed, rows = _sealed_write(state, request, content, now)
     await state.store.put_candidates(rows)
     return await _execute_remember(state, sealed, workflow_id, digest)
@@ -324,10 +340,22 @@ async def list_memories(
     return MemoryPage(items=[MemoryOut.of(r) for r in records], next_cursor=next_cursor)
 
 
+def _unmasked(state: ApiState, rf: ReadFilter, record: MemoryRecord | None) -> MemoryRecord | None:
+    """A tombstone's owner is a pseudonym (memwarden.stores.tombstones): read it as the owner the
+    caller may read whose pseudonym it is, so a person still sees that their memory was purged."""
+    if record is None or not is_pseudonym(record.owner_id):
+        return record
+    for clause in rf.clauses:
+        for owner in clause.owner_ids or ():
+            if state.pseudonyms.subject(rf.tenant_id, owner) == record.owner_id:
+                return record.model_copy(update={"owner_id": owner})
+    return record
+
+
 @router.get("/{memory_id}", response_model=MemoryDetail)
 async def get_memory(state: State, caller: Caller, memory_id: str) -> MemoryDetail:
     rf = _readable(caller, tuple(Status))
-    record = await state.store.get_memory(caller.tenant, memory_id)
+    record = _unmasked(state, rf, await state.store.get_memory(caller.tenant, memory_id))
     hidden = caller.role is Role.AGENT and not await memory_enabled(state, caller)
     if record is None or hidden or not rf.admits(record):
         raise Problem(404, "not_found", "no such memory", field="memory_id")
@@ -336,7 +364,7 @@ async def get_memory(state: State, caller: Caller, memory_id: str) -> MemoryDeta
     previous = record.supersedes
     while previous and previous not in seen:
         seen.add(previous)
-        older = await state.store.get_memory(caller.tenant, previous)
+        older = _unmasked(state, rf, await state.store.get_memory(caller.tenant, previous))
         if older is None or not rf.admits(older):
             break
         history.append(MemoryOut.of(older))
@@ -362,6 +390,9 @@ async def _settle(state: ApiState, caller: Caller, memory_id: str, action: Settl
         raise Problem(404, "not_found", "no such memory", field="memory_id")
     if not may_settle(caller, record):
         raise Problem(403, "not_confirmer", "only the owner (or the shared store's moderator) settles this write")
+    if record.scope is Scope.SHARED and record.provenance.writer == caller.actor:
+        # Review means a second pair of eyes: a moderator who proposed the write may not settle it.
+        raise Problem(403, "own_write", "a moderator may not settle their own write", field="memory_id")
     workflow_id = pending_workflow_id(memory_id)
     handle = state.temporal.get_workflow_handle(workflow_id, result_type=RememberResult)
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
@@ -13,7 +14,6 @@ from api.problems import Problem
 from api.schemas import SearchIn, SearchOut, SearchResultOut
 from api.state import ApiState, Caller, State
 from api.telemetry import traced
-from memwarden import randomness
 from memwarden.identity import Principal, Role, read_filter
 from memwarden.policy.freshness import read_freshness
 from memwarden.policy.render import context_block, label
@@ -45,7 +45,7 @@ async def search(state: State, caller: Caller, body: Annotated[SearchIn, Body()]
         types=tuple(dict.fromkeys(body.types)) if body.types else None,
         max_sensitivity=body.max_sensitivity or Sensitivity.RESTRICTED,
     )
-    workflow_id = f"retrieve-{randomness.uuid4()}"
+    workflow_id = f"retrieve-{uuid.uuid4()}"
     if not rf.clauses:
         return SearchOut(results=[], withheld=[], context="", workflow_id=workflow_id)
     query_ref = f"query-{workflow_id}"
@@ -75,6 +75,8 @@ async def search(state: State, caller: Caller, body: Annotated[SearchIn, Body()]
             returned=[r.id for r in served],
             withheld=held,
             consequence=body.consequence.value,
+            agent=caller.agent if caller.role is Role.AGENT else None,
+            session=body.session,
         )
 
     # Claim check: content is loaded only for ids that are still eligible right now; in the same

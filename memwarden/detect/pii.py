@@ -352,26 +352,28 @@ def _build_analyzer() -> Any:
 
     class OnceEachIpRecognizer(IpRecognizer):  # type: ignore[misc]
         """Presidio's IP recognizer, validating each distinct candidate once per text: a run such as
-        "1.1.1.1.1..." offers the same few strings hundreds of times, and each validation parses it."""
+        "1.1.1.1.1..." offers the same few strings hundreds of times, and each validation parses it.
 
-        # Per thread: one recognizer serves every screening thread at once (concurrent proposals, a bulk
-        # import's batch), so the memo of the text being read must not be an attribute they share.
-        _reading = threading.local()
+        One instance serves every screening thread, so the per-text memo lives in a thread-local, never
+        on the instance (the engine is shared; a memo on `self` is swapped under another thread's call).
+        """
+
+        _memo = threading.local()
+
+        def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[Any]:
+            self._memo.seen = {}
+            try:
+                return list(super().analyze(text, entities, nlp_artifacts))
+            finally:
+                self._memo.seen = None
 
         def invalidate_result(self, pattern_text: str) -> bool:
-            seen: dict[str, bool] | None = getattr(self._reading, "seen", None)
+            seen: dict[str, bool] | None = getattr(self._memo, "seen", None)
             if seen is None:
                 return bool(super().invalidate_result(pattern_text))
             if pattern_text not in seen:
                 seen[pattern_text] = bool(super().invalidate_result(pattern_text))
             return seen[pattern_text]
-
-        def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[Any]:
-            self._reading.seen = {}
-            try:
-                return list(super().analyze(text, entities, nlp_artifacts))
-            finally:
-                self._reading.seen = None
 
     recognizers: list[Any] = [
         OfflineEmailRecognizer(),

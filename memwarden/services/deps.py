@@ -1,8 +1,16 @@
-"""The stores an activity needs, opened once per worker process."""
+"""What a service works with: the stores opened once per worker process, the clock and the id source.
+
+The clock and the id factory are injected, not read from the system: a service's timestamps and
+fallback ids are then whatever its caller says (the worker: the system clock and uuid4; a
+test: a fixed instant and a counter), and nothing in a service reaches for global state.
+"""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from memwarden.config import Settings
 from memwarden.embed import Embedder
@@ -12,6 +20,16 @@ from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.summaries import ExtractiveSummarizer, Summarizer
 from memwarden.stores.vectors import VectorIndex
+
+
+def system_clock() -> datetime:
+    """Now, timezone-aware in UTC (every stored time is)."""
+    return datetime.now(UTC)
+
+
+def random_id() -> str:
+    """A random uuid4."""
+    return str(uuid.uuid4())
 
 
 @dataclass
@@ -25,3 +43,7 @@ class Deps:
     summarizer: Summarizer = field(default_factory=ExtractiveSummarizer)
     sources: SourceRegistry = field(default_factory=lambda: SourceRegistry([]))
     """Systems of record (sources.toml): revalidation's connectors."""
+    clock: Callable[[], datetime] = system_clock
+    """Every time a service stamps (created, confirmed, audited, expires) is read from here."""
+    new_id: Callable[[], str] = random_id
+    """Ids a service makes up itself (a run id when no workflow run names one)."""

@@ -1,6 +1,7 @@
-"""Forget's activities: plan the fan-out, purge one sink, verify one sink, issue the receipt.
+"""Forget, the service: plan the fan-out, purge one sink, verify one sink, issue the receipt.
 
-Each is idempotent: a purge retried after a crash finds less to remove; a verification only reads;
+Each step is one activity (`activities.forget` is the adapter, heartbeating the long ones); nothing
+here knows Temporal. Each is idempotent: a purge retried after a crash finds less to remove; a verification only reads;
 the receipt's audit event has a fixed id (appended once) and its hash is computed from stored rows
 and verification times, so a retried `forget_finish` recomputes the very same hash. Inputs are the
 deletion id and a sink name: the lineage is read from the store, never carried in history.
@@ -8,17 +9,14 @@ deletion id and a sink name: the lineage is read from the store, never carried i
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator
-from datetime import UTC, datetime
-
-from temporalio import activity
+from datetime import datetime
 
 from memwarden import telemetry
-from memwarden.forget import receipt_hash, subject_hash, subject_key
+from memwarden.errors import DeletionMissing
+from memwarden.forget import receipt_hash, subject_key
 from memwarden.records import ForgetInput, ForgetPlan, ForgetResult, SinkEvidence, SinkTask
 from memwarden.services.deps import Deps
+from memwarden.services.run import Run
 from memwarden.sinks import (
     CacheSink,
     Lineage,
@@ -31,31 +29,7 @@ from memwarden.sinks import (
 )
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.forget import DeletionRow, ForgetStore, build_receipt
-from memwarden.temporal.names import FORGET_FINISH, FORGET_PLAN, FORGET_PURGE, FORGET_VERIFY
-
-HEARTBEAT_SECONDS = 2.0
-
-
-class DeletionMissing(LookupError):
-    """The workflow names a deletion the store does not hold (never retried into success)."""
-
-
-@contextlib.asynccontextmanager
-async def heartbeating() -> AsyncIterator[None]:
-    """Heartbeat while a long purge runs, so a killed worker is noticed in seconds, not at the timeout."""
-
-    async def beat() -> None:
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(HEARTBEAT_SECONDS)
-
-    task = asyncio.create_task(beat())
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+from memwarden.stores.tombstones import requester_hash
 
 
 def build_sinks(deps: Deps) -> dict[str, Sink]:
@@ -70,7 +44,7 @@ def build_sinks(deps: Deps) -> dict[str, Sink]:
     return {s.name: s for s in sinks}
 
 
-class ForgetActivities:
+class ForgetService:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
         self.forget = ForgetStore(deps.store)
@@ -97,45 +71,40 @@ class ForgetActivities:
         except KeyError:
             raise UnknownSink(name) from None
 
-    @activity.defn(name=FORGET_PLAN)
-    async def forget_plan(self, request: ForgetInput) -> ForgetPlan:
+    async def plan(self, request: ForgetInput) -> ForgetPlan:
         """Mark the deletion `purging` and name the sinks to fan out to (this worker's configuration)."""
         row = await self._deletion(request.tenant_id, request.deletion_id)
-        await self.forget.set_status(row.tenant_id, row.id, "purging", datetime.now(UTC))
+        await self.forget.set_status(row.tenant_id, row.id, "purging", self.deps.clock())
         members = await self.forget.members(row.tenant_id, row.id)
         return ForgetPlan(sinks=sorted(self.sinks), members=len(members))
 
-    @activity.defn(name=FORGET_PURGE)
-    async def forget_purge(self, task: SinkTask) -> int:
+    async def purge(self, task: SinkTask, run: Run) -> int:
+        """Remove the deletion's lineage from one sink; a retry finds less to remove."""
         sink = self._sink(task.sink)
         row = await self._deletion(task.tenant_id, task.deletion_id)
-        info = activity.info()
         await self.forget.sink_started(
             row.id,
             sink.name,
             sink.method,
-            workflow_id=info.workflow_id,
-            run_id=info.workflow_run_id,
-            now=datetime.now(UTC),
+            workflow_id=run.workflow_id,
+            run_id=run.run_id,
+            now=self.deps.clock(),
         )
-        async with heartbeating():
-            removed = await sink.purge(await self._lineage(row))
+        removed = await sink.purge(await self._lineage(row))
         await self.forget.sink_purged(row.id, sink.name, removed)
         return removed
 
-    @activity.defn(name=FORGET_VERIFY)
-    async def forget_verify(self, task: SinkTask) -> SinkEvidence:
+    async def verify(self, task: SinkTask) -> SinkEvidence:
+        """Check one sink holds nothing of the lineage, and record its evidence."""
         sink = self._sink(task.sink)
         row = await self._deletion(task.tenant_id, task.deletion_id)
-        async with heartbeating():
-            evidence = await sink.verify_absent(await self._lineage(row))
+        evidence = await sink.verify_absent(await self._lineage(row))
         await self.forget.sink_checked(
-            row.id, sink.name, evidence.model_dump(mode="json"), evidence.absent, datetime.now(UTC)
+            row.id, sink.name, evidence.model_dump(mode="json"), evidence.absent, self.deps.clock()
         )
         return evidence
 
-    @activity.defn(name=FORGET_FINISH)
-    async def forget_finish(self, request: ForgetInput) -> ForgetResult:
+    async def finish(self, request: ForgetInput) -> ForgetResult:
         """Every sink verified: build the receipt, chain it into the audit log, mark members purged."""
         row = await self._deletion(request.tenant_id, request.deletion_id)
         sinks = await self.forget.sinks(row.id)
@@ -180,7 +149,4 @@ class ForgetActivities:
         return ForgetResult(deletion_id=row.id, receipt_hash=digest, sinks=evidence)
 
     def _requester_hash(self, row: DeletionRow) -> str:
-        return subject_hash(subject_key(self.deps.settings.auth_secret_value), row.tenant_id, row.requester)
-
-    def all(self) -> list[object]:
-        return [self.forget_plan, self.forget_purge, self.forget_verify, self.forget_finish]
+        return requester_hash(subject_key(self.deps.settings.auth_secret_value), row.tenant_id, row.requester)

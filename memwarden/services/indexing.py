@@ -1,4 +1,5 @@
-"""How the index catches up with the store (records become points through `vectors.index_point`).
+"""How the index catches up with the store (records become points through `vectors.index_point`), and
+whether it is up.
 
 The index is a derivative of the durable store: it carries the filter payload and vectors of each live
 memory, never its content as payload, and whatever it lost (a crash before the Edge shard's group
@@ -12,6 +13,7 @@ from datetime import datetime, timedelta
 
 from memwarden.embed import Embedder
 from memwarden.records import ELIGIBLE_STATUSES, FORGOTTEN_STATUSES, Status
+from memwarden.services.deps import Deps
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.vectors import VectorIndex, index_point
 
@@ -41,3 +43,8 @@ async def reconcile_index(store: SqlStore, index: VectorIndex, embedder: Embedde
             await index.set_status(ids, status)
         touched += len(batch)
     return touched
+
+
+async def index_health(deps: Deps) -> bool:
+    """Whether the worker's index answers (the health workflow's probe of this worker's index)."""
+    return await deps.index.health()

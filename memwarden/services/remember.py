@@ -1,10 +1,12 @@
-"""Remember's activities: screen, decide, then commit, stage or record a candidate; settle a staged one.
+"""Remember, the service: screen, decide, then commit, stage or record a candidate; settle a staged one.
 
 All I/O of the write gate lives here; the decision itself is pure (`memwarden.policy.gate`) and is
-made inside `remember_candidate` (one local activity, one Temporal step), whose result the workflow
-records. It is the only way a proposed candidate is stored; `settle_pending` finishes what it staged.
+made inside `RememberService.remember` (run by one local activity, one Temporal step, whose result the
+workflow records). It is the only way a proposed candidate is stored; `settle` finishes what it staged.
+Nothing here knows Temporal: the run, the clock and the stores are handed in (`activities.remember` is
+the adapter).
 
-Each activity is idempotent: the memory id is fixed by the API, the store's commit returns an
+Each operation is idempotent: the memory id is fixed by the API, the store's commit returns an
 already-committed row unchanged, index upserts overwrite, and audit events carry an id derived from
 (workflow run, operation, memory), so a retried attempt appends nothing twice.
 """
@@ -14,11 +16,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import OrderedDict
-from datetime import UTC, datetime, timedelta
-from typing import Any
-
-from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from datetime import datetime, timedelta
 
 from memwarden import detect
 from memwarden.errors import CandidateGone
@@ -36,6 +34,7 @@ from memwarden.policy.gate import (
     precheck,
     redact_entities,
 )
+from memwarden.prescreened import prescreened
 from memwarden.records import (
     FORGOTTEN_STATUSES,
     LIVE_STATUSES,
@@ -57,23 +56,17 @@ from memwarden.records import (
 )
 from memwarden.services.deps import Deps
 from memwarden.services.replicas import replicate
+from memwarden.services.run import Run
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
 from memwarden.stores.subjects import resolve_handle
 from memwarden.stores.vectors import index_point
-from memwarden.temporal.names import REMEMBER_CANDIDATE, SETTLE_PENDING
 
 VECTOR_CACHE_SIZE = 512
 DEDUPE_SCORE_SLACK = 0.01
 """Index scores are float32 cosines: a hit this far under the dedupe threshold is still read back and compared."""
 UNTRUSTED_CONFIDENCE = 0.5
 """Confidence stored on untrusted observations (tool output): ranked and labelled below what a person said."""
-
-
-def candidate_gone(memory_id: str) -> ApplicationError:
-    """`CandidateGone` as Temporal sees it: retrying cannot help (non-retryable)."""
-    gone = CandidateGone(memory_id)
-    return ApplicationError(str(gone), type=type(gone).__name__, non_retryable=True)
 
 
 def namespace_filter(c: RememberInput) -> ReadFilter:
@@ -95,12 +88,11 @@ ONCE_PER_MEMORY = frozenset({"create", "update", "stage", "confirm", "reject"})
 second workflow that re-commits the same id (a crash, a replayed proposal) records nothing new."""
 
 
-def audit_id(operation: str, memory_id: str | None) -> str:
+def audit_id(operation: str, memory_id: str | None, run: Run) -> str:
     """The event's idempotency id: per memory for state changes, per workflow run for decisions."""
     if operation in ONCE_PER_MEMORY and memory_id is not None:
         return str(uuid.uuid5(_AUDIT_NS, f"{operation}\x00{memory_id}"))
-    info = activity.info()
-    return str(uuid.uuid5(_AUDIT_NS, f"{info.workflow_id}\x00{info.workflow_run_id}\x00{operation}\x00{memory_id}"))
+    return str(uuid.uuid5(_AUDIT_NS, f"{run.workflow_id}\x00{run.run_id}\x00{operation}\x00{memory_id}"))
 
 
 def _clamp(similarity: float) -> float:
@@ -108,8 +100,8 @@ def _clamp(similarity: float) -> float:
     return max(-1.0, min(1.0, similarity))
 
 
-class RememberActivities:
-    """Bound to one worker's Deps; registered by method."""
+class RememberService:
+    """Bound to one worker's Deps (its embedding cache is the worker's too)."""
 
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
@@ -138,9 +130,10 @@ class RememberActivities:
         if len(self._vectors) > VECTOR_CACHE_SIZE:
             self._vectors.popitem(last=False)
 
-    @staticmethod
     def _event(
+        self,
         c: RememberInput,
+        run: Run,
         operation: str,
         reason: str,
         memory_id: str | None,
@@ -157,20 +150,18 @@ class RememberActivities:
         """
         kept = {} if operation == "deny" else {"content_hash": c.content_hash}
         return AuditEventIn(
-            id=audit_id(operation, key or memory_id or c.memory_id),
+            id=audit_id(operation, key or memory_id or c.memory_id, run),
+            at=self.deps.clock(),
             tenant_id=c.tenant_id,
             actor=actor or c.actor,
             operation=operation,
             memory_id=memory_id,
             namespace=namespace_label(c),
             reason=reason,
-            workflow_id=activity.info().workflow_id,
+            workflow_id=run.workflow_id,
             hash_after=hash_after,
             details={**kept, "type": c.type.value, **details},
         )
-
-    async def _audit(self, c: RememberInput, operation: str, reason: str, memory_id: str | None, **kw: Any) -> None:
-        await self.deps.store.append_audit(self._event(c, operation, reason, memory_id, **kw))
 
     async def _hydrate(self, c: RememberInput) -> RememberInput:
         """The input with the ids its subject handle holds (history carries only the handle).
@@ -184,7 +175,7 @@ class RememberActivities:
         if ids is None:
             row = await self.deps.store.get_memory(c.tenant_id, c.memory_id)
             if row is None:
-                raise candidate_gone(c.memory_id)
+                raise CandidateGone(c.memory_id)
             ids = {"owner_id": row.owner_id, "writer": row.provenance.writer, "speaker": row.provenance.speaker}
         writer, speaker = ids.get("writer"), ids.get("speaker")
         return c.model_copy(
@@ -230,8 +221,8 @@ class RememberActivities:
         ready = self._vectors.get(content_hash(content))
         speculative = asyncio.ensure_future(self._embed([content])) if ready is None else None
         try:
-            if screening is None:
-                screening = await detect.screen_async(
+            if screening is None:  # a bulk import screened its whole batch in one worker thread already
+                screening = prescreened(c, content) or await detect.screen_async(
                     content, source_kind=c.source_kind, fields=detect.free_text_fields(c)
                 )
         finally:
@@ -249,7 +240,7 @@ class RememberActivities:
 
         async def nearest_live() -> Neighbour | None:
             hits = await self.deps.index.nearest(
-                dense=dense, read_filter=namespace_filter(c), now_ts=datetime.now(UTC).timestamp(), limit=4
+                dense=dense, read_filter=namespace_filter(c), now_ts=self.deps.clock().timestamp(), limit=4
             )
             hits = [h for h in hits if h.memory_id != c.memory_id]
             if c.slot is None:
@@ -280,8 +271,7 @@ class RememberActivities:
                 holder_n = self._neighbour(holder, text, text_hash, cosine(dense, held))
         return screened.model_copy(update={"lookup": Lookup(nearest=nearest, slot_holder=holder_n)}), text
 
-    @activity.defn(name=REMEMBER_CANDIDATE)
-    async def remember_candidate(self, c: RememberInput, policy: GatePolicy) -> Remembered:
+    async def remember(self, c: RememberInput, policy: GatePolicy, run: Run) -> Remembered:
         """The whole write gate in one step: screen, decide (the pure `gate.decide`), then commit, stage or
         record the decision, each in one transaction that also drops the claim check.
 
@@ -295,7 +285,7 @@ class RememberActivities:
             c.tenant_id, c.owner_id, c.candidate_ref, (ref.system, ref.key) if ref is not None else None
         )
         if content is None:
-            return await self._remembered_before(c)
+            return await self._remembered_before(c, run)
         screened, _ = await self._screen(c, policy, content, enabled=enabled, quarantined=quarantined)
         decision = decide(screened.gate_input(c), screened.lookup, policy)
         if decision.decision in (Decision.REJECT, Decision.NOOP):
@@ -304,12 +294,12 @@ class RememberActivities:
             )
             operation = "deny" if decision.decision is Decision.REJECT else "noop"
             event = self._event(
-                c, operation, result.reason, result.memory_id, key=c.memory_id, decision=decision.decision.value
+                c, run, operation, result.reason, result.memory_id, key=c.memory_id, decision=decision.decision.value
             )
             await self.deps.store.record_decision(event, drop_candidate=c.candidate_ref)
             return Remembered(decision=decision, result=result)
         ci = commit_input(c, decision)
-        now = datetime.now(UTC)
+        now = self.deps.clock()
         if decision.decision is Decision.PENDING:
             record = self._record(ci, content, Status.PENDING, now)
             await self.deps.store.stage_pending(
@@ -317,6 +307,7 @@ class RememberActivities:
                 idempotency_key=c.idempotency_key,
                 audit=lambda row: self._event(
                     c,
+                    run,
                     "stage",
                     ci.reason,
                     c.memory_id,
@@ -329,15 +320,15 @@ class RememberActivities:
             result = RememberResult(decision=Decision.PENDING, reason=ci.reason, memory_id=c.memory_id)
             return Remembered(decision=decision, result=result.model_copy(update={"supersedes": decision.supersedes}))
         record = self._record(ci, content, Status.ACTIVE, now)  # redacted as `_screen` redacted (same entities)
-        return Remembered(decision=decision, result=await self._go_live(ci, record))
+        return Remembered(decision=decision, result=await self._go_live(ci, record, run))
 
-    async def _remembered_before(self, c: RememberInput) -> Remembered:
+    async def _remembered_before(self, c: RememberInput, run: Run) -> Remembered:
         """The answer of an earlier attempt whose effect landed (the claim check is gone with it)."""
         store = self.deps.store
         existing = await store.get_memory(c.tenant_id, c.memory_id)
         if existing is None:
             for operation in ("deny", "noop"):
-                event = await store.get_audit_event(audit_id(operation, c.memory_id))
+                event = await store.get_audit_event(audit_id(operation, c.memory_id, run))
                 if event is not None and event.reason is not None:
                     decision = Decision.REJECT if operation == "deny" else Decision.NOOP
                     gate = GateDecision(
@@ -348,12 +339,12 @@ class RememberActivities:
                     )
                     result = RememberResult(decision=decision, reason=event.reason, memory_id=gate.duplicate_of)
                     return Remembered(decision=gate, result=result)
-            raise candidate_gone(c.memory_id)
+            raise CandidateGone(c.memory_id)
         untrusted = existing.confidence < 1.0 and existing.source_kind is SourceKind.TOOL
         lifetime = existing.expires_at - existing.created_at if existing.expires_at else None
         ttl = max(1, round(lifetime.total_seconds())) if lifetime else None
         if existing.status is Status.PENDING:
-            staged = await store.get_audit_event(audit_id("stage", c.memory_id))
+            staged = await store.get_audit_event(audit_id("stage", c.memory_id, run))
             reason = GateReason(staged.reason) if staged is not None and staged.reason else GateReason.STAGED_SENSITIVE
             gate = GateDecision(
                 decision=Decision.PENDING,
@@ -428,7 +419,13 @@ class RememberActivities:
         )
 
     async def _go_live(
-        self, ci: CommitInput, record: MemoryRecord, *, operation: str | None = None, actor: str | None = None
+        self,
+        ci: CommitInput,
+        record: MemoryRecord,
+        run: Run,
+        *,
+        operation: str | None = None,
+        actor: str | None = None,
     ) -> RememberResult:
         """Durable store (superseding the slot's holder, with its audit event and the claim check dropped in
         the same transaction), then index, then cache invalidation, then replicas."""
@@ -436,7 +433,7 @@ class RememberActivities:
         live, superseded = await self.deps.store.commit_live(
             record,
             idempotency_key=c.idempotency_key,
-            audit=lambda live: self._live_event(ci, live, operation=operation, actor=actor),
+            audit=lambda live: self._live_event(ci, live, run, operation=operation, actor=actor),
             drop_candidate=c.candidate_ref,
         )
         if live.content is not None and live.status in LIVE_STATUSES:
@@ -461,12 +458,19 @@ class RememberActivities:
         return decision, ci.reason
 
     def _live_event(
-        self, ci: CommitInput, live: MemoryRecord, *, operation: str | None = None, actor: str | None = None
+        self,
+        ci: CommitInput,
+        live: MemoryRecord,
+        run: Run,
+        *,
+        operation: str | None = None,
+        actor: str | None = None,
     ) -> AuditEventIn:
         """The audit event of a commit, from the row it left."""
         decision, reason = self._live_outcome(ci, live)
         return self._event(
             ci.candidate,
+            run,
             operation or ("create" if decision is Decision.ADD else "update"),
             reason,
             live.id,
@@ -477,24 +481,25 @@ class RememberActivities:
             redacted=sorted(ci.redact),
         )
 
-    @activity.defn(name=SETTLE_PENDING)
-    async def settle_pending(self, ci: CommitInput, request: SettleRequest) -> RememberResult:
+    async def settle(self, ci: CommitInput, request: SettleRequest, run: Run) -> RememberResult:
         """Confirmed: the pending row goes live (superseding the slot). Declined or timed out: rejected."""
         ci = await self._hydrate_commit(ci)
         c = ci.candidate
         store = self.deps.store
         current = await store.get_memory(c.tenant_id, c.memory_id)
         if current is None:
-            raise candidate_gone(c.memory_id)
+            raise CandidateGone(c.memory_id)
         if current.status in FORGOTTEN_STATUSES:  # forgotten while it waited: nothing is left to confirm
             return RememberResult(decision=Decision.REJECT, reason="forgotten", memory_id=c.memory_id)
+        if current.status is Status.QUARANTINED:  # rolled back while it waited: the moderator releases it
+            return RememberResult(decision=Decision.REJECT, reason="quarantined", memory_id=c.memory_id)
         if request.action is SettleAction.CONFIRM:
             if current.status is not Status.PENDING:  # a retry after the promotion landed
                 decision = Decision.UPDATE if current.supersedes else Decision.ADD
                 return RememberResult(
                     decision=decision, reason="confirmed", memory_id=current.id, supersedes=current.supersedes
                 )
-            now = datetime.now(UTC)
+            now = self.deps.clock()
             lifetime = current.expires_at - current.created_at if current.expires_at else None
             record = current.model_copy(
                 update={
@@ -506,19 +511,16 @@ class RememberActivities:
                 }
             )
             return await self._go_live(
-                ci.model_copy(update={"reason": "confirmed"}), record, operation="confirm", actor=request.actor
+                ci.model_copy(update={"reason": "confirmed"}), record, run, operation="confirm", actor=request.actor
             )
         reason = "declined" if request.action is SettleAction.DECLINE else "confirmation_window_passed"
         if current.status is Status.PENDING:  # the rejection and its event land in one transaction
             await store.reject_pending(
                 c.tenant_id,
                 c.memory_id,
-                datetime.now(UTC),
+                self.deps.clock(),
                 audit=lambda _: self._event(
-                    c, "reject", reason, c.memory_id, actor=request.actor, decision=Decision.REJECT.value
+                    c, run, "reject", reason, c.memory_id, actor=request.actor, decision=Decision.REJECT.value
                 ),
             )
         return RememberResult(decision=Decision.REJECT, reason=reason, memory_id=c.memory_id)
-
-    def all(self) -> list[object]:
-        return [self.remember_candidate, self.settle_pending]

@@ -1,18 +1,15 @@
-"""Replication of committed memories: one idempotent activity (and function) per commit.
+"""Replication of committed memories: one idempotent function, called once per commit.
 
-`RememberActivities._go_live` calls `replicate(deps, tenant_id, memory_id)` right after the index
-upsert and cache invalidation (commit order: store, index, cache, replicas), for the new memory and
-the one it superseded. It re-reads the durable store, so
-a memory tombstoned meanwhile is never copied, and each replica refuses to overwrite a tombstone.
+The commit paths (remember's go-live, revalidation's apply) call `replicate(deps, tenant_id, memory_id)`
+right after the index upsert and cache invalidation (commit order: store, index, cache, replicas), for
+the new memory and the one it superseded. It re-reads the durable store, so a memory tombstoned
+meanwhile is never copied, and each replica refuses to overwrite a tombstone.
 """
 
 from __future__ import annotations
 
-from temporalio import activity
-
 from memwarden.records import FORGOTTEN_STATUSES, Status
 from memwarden.services.deps import Deps
-from memwarden.temporal.names import REPLICATE_MEMORY
 
 _NEVER = frozenset({Status.PENDING, *FORGOTTEN_STATUSES})
 
@@ -32,15 +29,3 @@ async def replicate(deps: Deps, tenant_id: str, memory_id: str) -> int:
     for replica in deps.replicas:
         copied += await replica.copy(record)
     return copied
-
-
-class ReplicaActivities:
-    def __init__(self, deps: Deps) -> None:
-        self.deps = deps
-
-    @activity.defn(name=REPLICATE_MEMORY)
-    async def replicate_memory(self, tenant_id: str, memory_id: str) -> int:
-        return await replicate(self.deps, tenant_id, memory_id)
-
-    def all(self) -> list[object]:
-        return [self.replicate_memory]

@@ -1,31 +1,28 @@
-"""RetentionWorkflow's activity: tombstone what has expired, per tenant, and record the deletions."""
+"""Retention, the service: tombstone what has expired, per tenant, and record the deletions.
+
+RetentionWorkflow's `retention_plan` activity (`activities.retention`) is the adapter.
+"""
 
 from __future__ import annotations
-
-from datetime import UTC, datetime
-
-from temporalio import activity
 
 from memwarden.forget import ExpiredSelector, redacted, selector_key, subject_key
 from memwarden.records import ForgetInput, RetentionPlan
 from memwarden.services.deps import Deps
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.forget import ForgetStore
-from memwarden.temporal.names import RETENTION_PLAN
 
 REQUESTER = "system:retention"
 REASON = "retention_expired"
 
 
-class RetentionActivities:
+class RetentionService:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
 
-    @activity.defn(name=RETENTION_PLAN)
-    async def retention_plan(self) -> RetentionPlan:
+    async def plan(self) -> RetentionPlan:
         """Idempotent: a retry finds the same memories already `expired` and answers the same deletions."""
         forget = ForgetStore(self.deps.store, self.deps.settings.retention_classes)
-        now = datetime.now(UTC)
+        now = self.deps.clock()
         key = subject_key(self.deps.settings.auth_secret_value)
         selector = ExpiredSelector()
         plan = RetentionPlan()
@@ -61,6 +58,3 @@ class RetentionActivities:
             if row.status != "verified":
                 plan.deletions.append(ForgetInput(deletion_id=row.id, tenant_id=tenant_id))
         return plan
-
-    def all(self) -> list[object]:
-        return [self.retention_plan]

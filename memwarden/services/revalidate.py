@@ -1,8 +1,9 @@
-"""Revalidate's activities: ask a memory's system of record, then apply what it said.
+"""Revalidate, the service: ask a memory's system of record, then apply what it said.
 
-`Revalidator` holds the logic both paths share: the background/event/periodic activity
-(`revalidate_memory`, one memory) and the read path (`at_read`, called by the search activity for the
-hits the freshness policy says to check, all at once, each bounded by its source's timeout). What a
+`RevalidateService` holds the logic both paths share: the background/event/periodic check of one
+memory (`revalidate`, run by the `revalidate_memory` activity) and the read path (`at_read`, called by
+the retrieve service for the hits the freshness policy says to check, all at once, each bounded by its
+source's timeout). Nothing here knows Temporal: the run the audit ids derive from is handed in. What a
 source said is applied through `RevalidationStore` with its audit event in the same transaction, then
 the index, the cache and the replicas follow, as on the commit path. Content from a source is screened
 like any write (secrets, PII, length) before it may supersede anything; it never enters history,
@@ -14,10 +15,9 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from opentelemetry.trace import Span
-from temporalio import activity
 
 from memwarden import detect, telemetry
 from memwarden.policy import freshness
@@ -41,13 +41,13 @@ from memwarden.records import (
 )
 from memwarden.services.deps import Deps
 from memwarden.services.replicas import replicate
+from memwarden.services.run import Run
 from memwarden.stores.audit import AuditEventIn, Operation
 from memwarden.stores.cache import invalidation_prefixes
 from memwarden.stores.revalidation import RevalidationStore
 from memwarden.stores.sources import SourceAnswer
 from memwarden.stores.sql import EligibleMeta
 from memwarden.stores.vectors import index_point
-from memwarden.temporal.names import PERIODIC_REVALIDATION_PLAN, REVALIDATE_MEMORY
 
 ACTOR = "system:revalidate"
 _NS = uuid.UUID("7f3c2a61-0d4e-4f55-9a3b-2c8e1b6d5a90")
@@ -55,20 +55,12 @@ _NS = uuid.UUID("7f3c2a61-0d4e-4f55-9a3b-2c8e1b6d5a90")
 Outcome = RevalidationOutcome
 
 
-def _activity_ids() -> tuple[str | None, str]:
-    try:
-        info = activity.info()
-    except RuntimeError:  # called outside an activity (tests of the logic alone)
-        return None, str(uuid.uuid4())
-    return info.workflow_id, info.workflow_run_id or ""
-
-
 def successor_id(old: MemoryRecord, version: str | None, new_hash: str) -> str:
     """The id of the value a source replaced `old` with: the same answer always maps to the same row."""
     return str(uuid.uuid5(_NS, f"{old.id}\x00{version or ''}\x00{new_hash}"))
 
 
-class Revalidator:
+class RevalidateService:
     """Check memories at their sources and apply the answers (store, index, cache, replicas, audit)."""
 
     def __init__(self, deps: Deps) -> None:
@@ -111,11 +103,12 @@ class Revalidator:
         *,
         trigger: str,
         attempt: int,
+        run: Run,
         hash_after: str | None = None,
         new_memory_id: str | None = None,
     ) -> AuditEventIn:
         """The revalidate event: outcome as the reason code, the source's answer code, no content, no key."""
-        workflow_id, run_id = _activity_ids()
+        workflow_id, run_id = run.workflow_id, run.run_id or ""
         details: dict[str, object] = {
             "trigger": trigger,
             "answer": answer_reason,
@@ -126,6 +119,7 @@ class Revalidator:
             details["new_memory_id"] = new_memory_id
         return AuditEventIn(
             id=str(uuid.uuid5(_NS, f"revalidate\x00{workflow_id}\x00{run_id}\x00{record.id}\x00{attempt}")),
+            at=self.deps.clock(),
             tenant_id=record.tenant_id,
             actor=ACTOR,
             operation=Operation.REVALIDATE,
@@ -166,13 +160,13 @@ class Revalidator:
         telemetry.metrics().record_revalidation(outcome.value)
 
     async def apply(
-        self, record: MemoryRecord, answer: SourceAnswer, *, trigger: str, attempt: int = 1
+        self, record: MemoryRecord, answer: SourceAnswer, *, trigger: str, run: Run, attempt: int = 1
     ) -> RevalidateResult:
         """Apply one answer to one memory, inside a `revalidate_memory` span (ids and codes only)."""
         system = record.source_ref.system if record.source_ref else None
         span = self._span(record.tenant_id, record.id, trigger, system)
         try:
-            result = await self._apply(record, answer, trigger=trigger, attempt=attempt)
+            result = await self._apply(record, answer, trigger=trigger, attempt=attempt, run=run)
         except BaseException as exc:
             telemetry.mark_error(span, type(exc).__name__)
             span.end()
@@ -181,9 +175,9 @@ class Revalidator:
         return result
 
     async def _apply(
-        self, record: MemoryRecord, answer: SourceAnswer, *, trigger: str, attempt: int
+        self, record: MemoryRecord, answer: SourceAnswer, *, trigger: str, attempt: int, run: Run
     ) -> RevalidateResult:
-        now = datetime.now(UTC)
+        now = self.deps.clock()
         if answer.outcome is Outcome.CHANGED and answer.content is not None:
             if content_hash(answer.content) == record.content_hash:
                 answer = answer.model_copy(update={"outcome": Outcome.UNCHANGED, "reason": "same_content"})
@@ -191,7 +185,7 @@ class Revalidator:
             done = await self.store.confirm(
                 [(record, answer.version)],
                 now,
-                lambda r: self.event(r, Outcome.UNCHANGED, answer.reason, trigger=trigger, attempt=attempt),
+                lambda r: self.event(r, Outcome.UNCHANGED, answer.reason, trigger=trigger, attempt=attempt, run=run),
             )
             if record.id not in done:
                 return self._moved_on(record, attempt)
@@ -202,12 +196,14 @@ class Revalidator:
                 outcome=Outcome.UNCHANGED, memory_id=record.id, reason=answer.reason, attempts=attempt
             )
         if answer.outcome is Outcome.GONE:
-            return await self._invalidate(record, answer.reason, Outcome.GONE, trigger=trigger, attempt=attempt)
+            return await self._invalidate(
+                record, answer.reason, Outcome.GONE, trigger=trigger, attempt=attempt, run=run
+            )
         if answer.outcome is Outcome.CHANGED:
-            return await self._changed(record, answer, now, trigger=trigger, attempt=attempt)
+            return await self._changed(record, answer, now, trigger=trigger, attempt=attempt, run=run)
         # Unavailable: nothing changes; the attempt is on record.
         await self.deps.store.append_audit(
-            self.event(record, Outcome.UNAVAILABLE, answer.reason, trigger=trigger, attempt=attempt)
+            self.event(record, Outcome.UNAVAILABLE, answer.reason, trigger=trigger, attempt=attempt, run=run)
         )
         return RevalidateResult(
             outcome=Outcome.UNAVAILABLE, memory_id=record.id, reason=answer.reason, attempts=attempt
@@ -217,11 +213,11 @@ class Revalidator:
         return RevalidateResult(outcome=Outcome.SKIPPED, memory_id=record.id, reason="not_live", attempts=attempt)
 
     async def _invalidate(
-        self, record: MemoryRecord, reason: str, outcome: Outcome, *, trigger: str, attempt: int
+        self, record: MemoryRecord, reason: str, outcome: Outcome, *, trigger: str, attempt: int, run: Run
     ) -> RevalidateResult:
-        now = datetime.now(UTC)
+        now = self.deps.clock()
         done = await self.store.invalidate(
-            record, now, lambda r: self.event(r, outcome, reason, trigger=trigger, attempt=attempt)
+            record, now, lambda r: self.event(r, outcome, reason, trigger=trigger, attempt=attempt, run=run)
         )
         if done is None:
             return self._moved_on(record, attempt)
@@ -245,7 +241,7 @@ class Revalidator:
         return codes
 
     async def _changed(
-        self, record: MemoryRecord, answer: SourceAnswer, now: datetime, *, trigger: str, attempt: int
+        self, record: MemoryRecord, answer: SourceAnswer, now: datetime, *, trigger: str, attempt: int, run: Run
     ) -> RevalidateResult:
         assert answer.content is not None and record.source_ref is not None
         system = record.source_ref.system
@@ -262,7 +258,9 @@ class Revalidator:
         )
         if resolve([held, incoming]) is held:
             await self.deps.store.append_audit(
-                self.event(record, Outcome.DISPUTED, "source_not_authoritative", trigger=trigger, attempt=attempt)
+                self.event(
+                    record, Outcome.DISPUTED, "source_not_authoritative", trigger=trigger, attempt=attempt, run=run
+                )
             )
             return RevalidateResult(
                 outcome=Outcome.DISPUTED, memory_id=record.id, reason="source_not_authoritative", attempts=attempt
@@ -271,7 +269,7 @@ class Revalidator:
         if codes:
             # The old value is no longer true, and the new one may not be stored: neither is served.
             result = await self._invalidate(
-                record, f"source_value_rejected:{codes[0]}", Outcome.CHANGED, trigger=trigger, attempt=attempt
+                record, f"source_value_rejected:{codes[0]}", Outcome.CHANGED, trigger=trigger, attempt=attempt, run=run
             )
             return result.model_copy(update={"reason": f"source_value_rejected:{codes[0]}"})
         new_hash = content_hash(answer.content)
@@ -305,6 +303,7 @@ class Revalidator:
                 answer.reason,
                 trigger=trigger,
                 attempt=attempt,
+                run=run,
                 hash_after=r.content_hash,
                 new_memory_id=r.id,
             ),
@@ -338,6 +337,7 @@ class Revalidator:
         answer_codes: Mapping[str, str],
         attempts: list[AuditEventIn],
         now: datetime,
+        run: Run,
     ) -> None:
         """A read's confirmations with their audit events (and its other attempts' events) in one
         transaction, then a confirmed stale memory is active in the index again.
@@ -348,7 +348,7 @@ class Revalidator:
         done = await self.store.confirm(
             confirm,
             now,
-            lambda r: self.event(r, Outcome.UNCHANGED, answer_codes[r.id], trigger="read_time", attempt=1),
+            lambda r: self.event(r, Outcome.UNCHANGED, answer_codes[r.id], trigger="read_time", attempt=1, run=run),
             extra=attempts,
         )
         stale = [r.id for r, _ in confirm if r.id in done and r.status is Status.STALE]
@@ -363,6 +363,7 @@ class Revalidator:
         spare: list[Hit],
         meta: Mapping[str, EligibleMeta],
         now: datetime,
+        run: Run,
     ) -> RetrieveResult:
         """Check the hits the freshness policy names, all at once, each within its source's timeout.
 
@@ -426,7 +427,9 @@ class Revalidator:
                     checks.append(
                         ReadCheck(memory_id=record.id, freshness=Freshness.UNVERIFIED, version=record.version)
                     )
-                attempts.append(self.event(record, Outcome.UNAVAILABLE, answer.reason, trigger="read_time", attempt=1))
+                attempts.append(
+                    self.event(record, Outcome.UNAVAILABLE, answer.reason, trigger="read_time", attempt=1, run=run)
+                )
                 self._finish(span, Outcome.UNAVAILABLE, answer.reason)
                 if answer.reason != "unknown_source":
                     background.append(
@@ -439,7 +442,7 @@ class Revalidator:
                     )
                 continue
             try:
-                result = await self._apply(record, answer, trigger="read_time", attempt=1)
+                result = await self._apply(record, answer, trigger="read_time", attempt=1, run=run)
             except BaseException as exc:
                 telemetry.mark_error(span, type(exc).__name__)
                 span.end()
@@ -461,7 +464,7 @@ class Revalidator:
         if confirm or attempts:
             # What the sources said (last_confirmed_at, versions, audit events) is on record before the
             # activity completes, so no answer leaves with its confirmation still unwritten.
-            await self._record_read_checks(confirm, answer_codes, attempts, now)
+            await self._record_read_checks(confirm, answer_codes, attempts, now, run)
         out = [
             Hit(memory_id=replaced.get(h.memory_id, h.memory_id), score=h.score)
             for h in hits
@@ -477,16 +480,9 @@ class Revalidator:
                 out.append(hit)
         return RetrieveResult(hits=out, withheld=withheld, checks=checks, background=background)
 
+    # -- one memory, and the periodic sweep's plan --------------------------------------------
 
-class RevalidateActivities:
-    """Bound to one worker's Deps; registered by method."""
-
-    def __init__(self, deps: Deps) -> None:
-        self.deps = deps
-        self.revalidator = Revalidator(deps)
-
-    @activity.defn(name=REVALIDATE_MEMORY)
-    async def revalidate_memory(self, request: RevalidateInput, attempt: int) -> RevalidateResult:
+    async def revalidate(self, request: RevalidateInput, attempt: int, run: Run) -> RevalidateResult:
         """One check of one memory at its source, applied. A memory no longer live, or without a source,
         is skipped; repeating an attempt applies nothing twice (audit ids are per run and attempt)."""
         record = await self.deps.store.get_memory(request.tenant_id, request.memory_id)
@@ -496,21 +492,17 @@ class RevalidateActivities:
             )
         if record.source_ref is None:
             return RevalidateResult(outcome=Outcome.SKIPPED, memory_id=record.id, reason="no_source", attempts=attempt)
-        answer = await self.revalidator.check(record)
-        return await self.revalidator.apply(record, answer, trigger=request.trigger, attempt=attempt)
+        answer = await self.check(record)
+        return await self.apply(record, answer, trigger=request.trigger, attempt=attempt, run=run)
 
-    @activity.defn(name=PERIODIC_REVALIDATION_PLAN)
-    async def periodic_revalidation_plan(self) -> list[RevalidateInput]:
+    async def periodic_plan(self) -> list[RevalidateInput]:
         """Volatile source-backed memories not confirmed within half a sweep interval, oldest first, bounded."""
         settings = self.deps.settings
-        before = datetime.now(UTC) - timedelta(seconds=settings.revalidation_sweep_seconds / 2)
-        due = await self.revalidator.store.due_periodic(
+        before = self.deps.clock() - timedelta(seconds=settings.revalidation_sweep_seconds / 2)
+        due = await self.store.due_periodic(
             self.deps.sources.volatile_systems(),
             [t.value for t in freshness.VOLATILE_TYPES],
             before,
             settings.revalidation_batch,
         )
         return [RevalidateInput(tenant_id=t, memory_id=m, trigger="periodic") for t, m in due]
-
-    def all(self) -> list[object]:
-        return [self.revalidate_memory, self.periodic_revalidation_plan]

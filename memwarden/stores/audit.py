@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memwarden import randomness
 from memwarden.forget import subject_hash
 from memwarden.records import POLICY_VERSION
 
@@ -47,7 +47,7 @@ class AuditEventIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str = Field(default_factory=lambda: str(randomness.uuid4()), min_length=1, max_length=64)
+    id: str = Field(default_factory=lambda: str(uuid.uuid4()), min_length=1, max_length=64)
     """Idempotency: appending an id that is already in the chain is a no-op (retried activities)."""
     at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     tenant_id: str = Field(min_length=1)
@@ -226,8 +226,13 @@ def read_event(
     returned: list[str],
     withheld: list[dict[str, Any]],
     consequence: str | None = None,
+    agent: str | None = None,
+    session: str | None = None,
 ) -> AuditEventIn:
     """The audit event for one search: which memories were returned and withheld, by id only.
+
+    `agent` (an agent token's `agent` claim, a service's id) and `session` (the conversation the request
+    names) let an incident review tell which agents and sessions a memory reached (`stores.reads`).
 
     Its id derives from the workflow id, so recording it twice (a retried request) is a no-op.
     """
@@ -242,5 +247,7 @@ def read_event(
             "returned": list(returned),
             "withheld": [{"memory_id": str(w.get("memory_id")), "reason": str(w.get("reason"))} for w in withheld],
             "consequence": consequence,
+            **({"agent": agent} if agent else {}),
+            **({"session": session} if session else {}),
         },
     )

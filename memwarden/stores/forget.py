@@ -5,7 +5,9 @@ Everything a deletion needs from SQL, in one repository over `SqlStore`'s engine
 transaction, before the API answers.
 
 Tombstone rows stay (id, tenant, namespace, status, times) so that a restore, a lagging replica or a
-retried commit can never bring deleted content back; their content and content hash are removed.
+retried commit can never bring deleted content back; their content and content hash are removed,
+and with them what the row said about what it was and whose (`memwarden.stores.tombstones`). A
+deletion's requester is stored as a pseudonym.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from memwarden.forget import (
     ExpiredSelector,
     MemorySelector,
     OwnerSelector,
+    QuarantinedSelector,
     SlotSelector,
     SourceSelector,
     TenantSelector,
@@ -49,7 +52,9 @@ from memwarden.stores.sql_models import (
     deletions,
     memories,
     quarantined_sources,
+    rollback_members,
 )
+from memwarden.stores.tombstones import scrub, stored_requester, unscrubbed
 
 CHUNK = 500
 MEMBER_EVENT_NS = uuid.UUID("5f0e9a52-7c1b-4d8e-a3f6-2b9c8d7e6a14")
@@ -102,10 +107,6 @@ class SinkRow(BaseModel):
     workflow_id: str | None
     run_id: str | None
     started_at: datetime | None
-
-
-_SPOKEN = memories.c.provenance["speaker"].as_string().is_not(None)
-"""A row whose provenance still names who said it (content-class: cleared with the content)."""
 
 
 def _chunks(items: list[str]) -> list[list[str]]:
@@ -166,6 +167,14 @@ class ForgetStore:
             )
         elif isinstance(selector, TenantSelector):
             stmt = base
+        elif isinstance(selector, QuarantinedSelector):
+            rm = rollback_members.c
+            quarantined = sa.select(rm.memory_id).where(
+                rm.tenant_id == tenant_id, rm.rollback_id == selector.rollback_id
+            )
+            stmt = base.where(m.id.in_(quarantined), m.status == Status.QUARANTINED.value)
+            if selector.stores is not None:
+                stmt = stmt.where(m.scope == Scope.SHARED.value, m.store.in_(sorted(selector.stores)))
         elif isinstance(selector, ExpiredSelector):
             stmt = base.where(
                 self._expired(now),
@@ -260,6 +269,7 @@ class ForgetStore:
         handle_hash: str | None,
     ) -> tuple[DeletionRow, bool]:
         m = memories.c
+        requester = stored_requester(self.store._pseudonyms, tenant_id, requester)
         async with self.store.transaction() as conn:
             await self._drop_subject_refs(conn, tenant_id, selector, handle_hash, now)
             if isinstance(selector, OwnerSelector) and subject_hash:  # old content hashes now match nothing
@@ -547,20 +557,15 @@ class ForgetStore:
     # -- the store's own content (a sink) ------------------------------------------------------
 
     async def purge_content(self, tenant_id: str, ids: list[str]) -> int:
-        """Drop content (and its hash) from these rows and any claim check still parked for them.
-
-        The provenance `speaker` goes too: it may be a person's name, said in the content's conversation.
+        """Drop content (and its hash) from these rows and any claim check still parked for them, and
+        reduce each row to a tombstone (`memwarden.stores.tombstones`: no slot, no source_ref, provenance
+        only its writer, the owner a pseudonym), in one transaction per chunk.
         """
         m = memories.c
         purged = 0
+        pseudonyms = self.store._pseudonyms
         for chunk in _chunks(ids):
             async with self.store.transaction() as conn:
-                spoken = await conn.execute(
-                    sa.select(m.id, m.provenance).where(m.tenant_id == tenant_id, m.id.in_(chunk), _SPOKEN)
-                )
-                for memory_id, provenance in spoken.all():
-                    kept = {k: v for k, v in provenance.items() if k != "speaker"}
-                    await conn.execute(sa.update(memories).where(m.id == memory_id).values(provenance=kept))
                 result = await conn.execute(
                     sa.update(memories)
                     .where(
@@ -571,13 +576,50 @@ class ForgetStore:
                     .values(content=None, content_hash=PURGED_HASH)
                 )
                 purged += result.rowcount
+                await scrub(conn, tenant_id, chunk, pseudonyms)
                 await conn.execute(sa.delete(candidates).where(candidates.c.ref.in_(chunk)))
         return purged
+
+    async def scrub_purged(self) -> int:
+        """Reduce rows purged before tombstones were scrubbed to tombstones too, and pseudonymize the
+        requesters of older deletions; idempotent, so every worker runs it at start (a no-op once done).
+
+        A pass in code, not an Alembic migration: the pseudonyms need the service's key, which a
+        migration does not hold. Returns how many rows it changed.
+        """
+        m = memories.c
+        d = deletions.c
+        pseudonyms = self.store._pseudonyms
+        changed = 0
+        async with self.store.engine.connect() as conn:
+            rows = (
+                await conn.execute(
+                    sa.select(m.tenant_id, m.id).where(
+                        m.content.is_(None), m.purged_at.is_not(None), unscrubbed(pseudonyms)
+                    )
+                )
+            ).all()
+            requesters = (await conn.execute(sa.select(d.tenant_id, d.id, d.requester))).all()
+        by_tenant: dict[str, list[str]] = {}
+        for tenant_id, memory_id in rows:
+            by_tenant.setdefault(tenant_id, []).append(memory_id)
+        for tenant_id, ids in sorted(by_tenant.items()):
+            for chunk in _chunks(ids):
+                async with self.store.transaction() as conn:
+                    changed += await scrub(conn, tenant_id, chunk, pseudonyms)
+        for tenant_id, did, requester in requesters:
+            stored = stored_requester(pseudonyms, tenant_id, requester)
+            if stored != requester:
+                async with self.store.transaction() as conn:
+                    await conn.execute(sa.update(deletions).where(d.id == did).values(requester=stored))
+                changed += 1
+        return changed
 
     async def content_remaining(self, tenant_id: str, ids: list[str]) -> int:
         m = memories.c
         c = candidates.c
         left = 0
+        leftover = unscrubbed(self.store._pseudonyms)  # a row that is more than a tombstone
         async with self.store.engine.connect() as conn:
             for chunk in _chunks(ids):
                 left += int(
@@ -585,7 +627,7 @@ class ForgetStore:
                         sa.select(sa.func.count()).where(
                             m.tenant_id == tenant_id,
                             m.id.in_(chunk),
-                            sa.or_(m.content.is_not(None), m.content_hash != PURGED_HASH, _SPOKEN),
+                            sa.or_(m.content.is_not(None), m.content_hash != PURGED_HASH, leftover),
                         )
                     )
                     or 0

@@ -45,6 +45,8 @@ replica_memories = sa.Table(
 )
 
 _TOMBSTONES = tuple(sorted(s.value for s in FORGOTTEN_STATUSES))
+_described = sa.or_(replica_memories.c.owner_id.is_not(None), replica_memories.c.slot.is_not(None))
+"""A copy that still says whose it was or what slot it filled: a tombstone keeps neither."""
 _CHUNK = 500
 
 
@@ -128,6 +130,12 @@ class ReplicaStore:
                     .where(r.tenant_id == tenant_id, r.id.in_(chunk), r.status.not_in(_TOMBSTONES))
                     .values(status=Status.PURGED.value, purged_at=now)
                 )
+                # A tombstone says neither what it was nor whose (memwarden.stores.tombstones).
+                await conn.execute(
+                    sa.update(replica_memories)
+                    .where(r.tenant_id == tenant_id, r.id.in_(chunk), _described)
+                    .values(owner_id=None, slot=None)
+                )
                 stmt = self._insert().values(
                     [
                         {
@@ -141,10 +149,23 @@ class ReplicaStore:
                     ]
                 )
                 await conn.execute(stmt.on_conflict_do_nothing(index_elements=[r.id]))
-        if self.dialect == "sqlite":
-            async with self._engine.connect() as conn:
-                await conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        await self.compact()
         return changed
+
+    async def compact(self) -> dict[str, object]:
+        """Make the removed bytes unrecoverable, as the primary's store sink does for its own database.
+
+        SQLite (secure_delete on): a TRUNCATE checkpoint empties the WAL that held the old pages.
+        PostgreSQL: `VACUUM replica_memories` marks the dead row versions (the old content, owner and
+        slot) reusable, the primary's guarantee (docs/decisions/postgres-vacuum-guarantee.md).
+        """
+        async with self._engine.connect() as conn:
+            if self.dialect == "sqlite":
+                await conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+                return {"engine": "sqlite", "checkpoint": "truncate"}
+            auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            await auto.exec_driver_sql("VACUUM replica_memories")
+        return {"engine": "postgresql", "vacuum": ["replica_memories"]}
 
     async def content_remaining(self, tenant_id: str, ids: Sequence[str]) -> tuple[int, int]:
         """(copies still holding content, ids without a tombstone): both must be 0 once forgotten."""
@@ -156,7 +177,9 @@ class ReplicaStore:
                 holding += int(
                     await conn.scalar(
                         sa.select(sa.func.count()).where(
-                            r.tenant_id == tenant_id, r.id.in_(chunk), r.content.is_not(None)
+                            r.tenant_id == tenant_id,
+                            r.id.in_(chunk),
+                            sa.or_(r.content.is_not(None), sa.and_(r.status.in_(_TOMBSTONES), _described)),
                         )
                     )
                     or 0

@@ -307,3 +307,55 @@ import_outcomes = sa.Table(
     sa.Column("at", UTCDateTime(), nullable=False),
     sa.Index(None, "import_id", "decision", "line_no"),
 )
+
+rollbacks = sa.Table(
+    "rollbacks",
+    metadata,
+    sa.Column("id", sa.String(), primary_key=True),
+    sa.Column("tenant_id", sa.String(), nullable=False),
+    sa.Column("requester", sa.String(), nullable=False),
+    sa.Column("selector", json_type(), nullable=False),
+    sa.Column("reason", sa.String(), nullable=False),
+    sa.Column("store", sa.String(), nullable=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("updated_at", UTCDateTime(), nullable=False),
+    sa.Column("completed_at", UTCDateTime(), nullable=True),
+    sa.Column("workflow_id", sa.String(), nullable=False),
+    sa.Column("counts", json_type(), nullable=True),
+    sa.Column("cache_prefixes", json_type(), nullable=True),
+    sa.Column("receipt_hash", sa.String(64), nullable=True),
+    sa.Column("audit_event_id", sa.String(), nullable=True),
+    sa.Index(None, "tenant_id", "created_at"),
+)
+"""A rollback of writes (a writer's window, a source record, listed ids): the quarantine is recorded with
+it, synchronously; RollbackWorkflow restores, re-derives and fills in the receipt."""
+
+rollback_members = sa.Table(
+    "rollback_members",
+    metadata,
+    sa.Column("rollback_id", sa.String(), sa.ForeignKey("rollbacks.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("memory_id", sa.String(), primary_key=True),
+    sa.Column("tenant_id", sa.String(), nullable=False),
+    sa.Column("prior_status", sa.String(16), nullable=False),
+    sa.Column("restored_id", sa.String(), nullable=True),
+    sa.Column("outcome", sa.String(32), nullable=True),
+    sa.Index(None, "tenant_id", "memory_id"),
+)
+"""Which memories one rollback quarantined, and what became of the value each superseded (ids only)."""
+
+rollback_sinks = sa.Table(
+    "rollback_sinks",
+    metadata,
+    sa.Column("rollback_id", sa.String(), sa.ForeignKey("rollbacks.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("name", sa.String(), primary_key=True),
+    sa.Column("method", sa.String(), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("applied", sa.Integer(), nullable=False, server_default="0"),
+    sa.Column("attempts", sa.Integer(), nullable=False, server_default="0"),
+    sa.Column("verified_at", UTCDateTime(), nullable=True),
+    sa.Column("evidence", json_type(), nullable=True),
+    sa.Column("workflow_id", sa.String(), nullable=True),
+    sa.Column("run_id", sa.String(), nullable=True),
+    sa.Column("started_at", UTCDateTime(), nullable=True),
+)

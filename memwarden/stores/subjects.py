@@ -12,17 +12,17 @@ are made and resolved here too.
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import datetime
 from typing import Any
 
-from memwarden import randomness
 from memwarden.forget import SUBJECT_REF_PREFIX, subject_hash, subject_ref_prefix
 from memwarden.stores.sql import SqlStore
 
 
 def new_handle(key: bytes, tenant_id: str, owner_id: str) -> str:
     """A fresh handle for one workflow's view of `owner_id` (found again only through their keyed hash)."""
-    return f"{subject_ref_prefix(subject_hash(key, tenant_id, owner_id))}{randomness.uuid4().hex[:16]}"
+    return f"{subject_ref_prefix(subject_hash(key, tenant_id, owner_id))}{uuid.uuid4().hex[:16]}"
 
 
 def handle_row(ref: str, tenant_id: str, ids: dict[str, Any], expires_at: datetime) -> tuple[str, str, str, datetime]:

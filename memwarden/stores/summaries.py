@@ -97,9 +97,14 @@ class ExtractiveSummarizer:
         return "; ".join(parts)
 
 
-def summary_id(tenant_id: str, owner_id: str, source_ids: Sequence[str]) -> str:
-    """Deterministic: the same sources give the same summary id (a retried activity writes once)."""
-    return str(uuid.uuid5(SUMMARY_NS, f"{tenant_id}\x00{owner_id}\x00" + ",".join(sorted(source_ids))))
+def summary_id(tenant_id: str, owner_id: str, source_ids: Sequence[str], slot: str = SUMMARY_SLOT) -> str:
+    """Deterministic: the same sources give the same summary id (a retried activity writes once).
+
+    A session's summary (another slot) is named apart from the owner's, even over the same sources."""
+    basis = f"{tenant_id}\x00{owner_id}\x00" + ",".join(sorted(source_ids))
+    if slot != SUMMARY_SLOT:
+        basis += f"\x00{slot}"
+    return str(uuid.uuid5(SUMMARY_NS, basis))
 
 
 async def summary_sources(store: SqlStore, tenant_id: str, owner_id: str) -> list[MemoryRecord]:
@@ -136,8 +141,12 @@ async def derive(
     max_chars: int,
     actor: str,
     now: datetime | None = None,
+    slot: str = SUMMARY_SLOT,
 ) -> MemoryRecord | None:
-    """Write (idempotently) the summary of `sources` as the owner's live summary and index it."""
+    """Write (idempotently) the summary of `sources` as the live summary of `slot` and index it.
+
+    `slot` is the owner's summary by default; a session's consolidated episodes have their own
+    (`summary.session.<key>`), so re-deriving one never supersedes the other."""
     texts = [s.content for s in sources if s.content]
     if not texts:
         return None
@@ -147,12 +156,12 @@ async def derive(
     at = now or datetime.now(UTC)
     ids = [s.id for s in sources]
     record = MemoryRecord(
-        id=summary_id(tenant_id, owner_id, ids),
+        id=summary_id(tenant_id, owner_id, ids, slot),
         tenant_id=tenant_id,
         owner_id=owner_id,
         scope=Scope.USER,
         type=MemoryType.SUMMARY,
-        slot=SUMMARY_SLOT,
+        slot=slot,
         content=text,
         content_hash=content_hash(text),
         source_kind=SourceKind.APP,

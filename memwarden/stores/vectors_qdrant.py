@@ -8,6 +8,8 @@ so a memory scores the same on either engine. Writes wait for the server to appl
 
 from __future__ import annotations
 
+import asyncio
+
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
@@ -89,6 +91,28 @@ def _index_schemas() -> dict[str, models.PayloadSchemaType | models.PayloadSchem
     return schemas
 
 
+COMPACT_DELETED_THRESHOLD = 1e-9
+"""The vacuum optimizer rebuilds a segment once this fraction of it is deleted: any deletion at all.
+
+Qdrant's default (0.2) leaves a forgotten memory's vector and payload in a segment until a fifth of
+it is deleted; an erasure cannot wait for that."""
+COMPACT_MIN_VECTORS = 100
+"""Segments smaller than this are not vacuumed (Qdrant's own lower bound for the setting)."""
+COMPACT_WAIT_SECONDS = 60.0
+COMPACT_POLL_SECONDS = 0.2
+
+
+def compaction_config() -> models.OptimizersConfigDiff:
+    """The optimizer settings a forgetting collection runs with (on create, and re-applied by `vacuum`)."""
+    return models.OptimizersConfigDiff(
+        deleted_threshold=COMPACT_DELETED_THRESHOLD, vacuum_min_vector_number=COMPACT_MIN_VECTORS
+    )
+
+
+class CompactionTimeout(TimeoutError):
+    """The server's optimizers did not settle in time: the purge activity fails and is retried."""
+
+
 class QdrantClientIndex:
     """A `VectorIndex` on one collection; owns `client` and closes it in `close()`."""
 
@@ -120,6 +144,7 @@ class QdrantClientIndex:
                     sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
                     shard_number=self._shard_number,
                     replication_factor=self._replication_factor,
+                    optimizers_config=compaction_config(),
                 )
             except (UnexpectedResponse, ValueError):
                 # Another process created it between our check and our create; it must exist now.
@@ -165,6 +190,28 @@ class QdrantClientIndex:
             points_selector=models.PointIdsList(points=[point_id(m) for m in memory_ids]),
             wait=True,
         )
+
+    async def vacuum(self) -> dict[str, object]:
+        """Compact deleted points out of the server's segments, and wait until it has.
+
+        A delete on a Qdrant server only marks points deleted; their vectors and payload stay in the
+        segment files until the vacuum optimizer rebuilds the segment. So, after Forget's deletes: the
+        collection's optimizer settings are (re)applied with a threshold any deletion passes
+        (`compaction_config`), and that update is what makes the server run its optimizers now; then
+        the collection is polled until its status is green (no optimization running or pending).
+        Segments under `COMPACT_MIN_VECTORS` points are below Qdrant's vacuum bound (docs/operations.md).
+        """
+        await self.ensure()
+        await self._client.update_collection(self._collection, optimizers_config=compaction_config())
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + COMPACT_WAIT_SECONDS
+        while True:
+            info = await self._client.get_collection(self._collection)
+            if info.status == models.CollectionStatus.GREEN:
+                return {"status": "green", "segments": info.segments_count}
+            if loop.time() >= deadline:
+                raise CompactionTimeout(f"collection {self._collection} still {info.status} after compaction")
+            await asyncio.sleep(COMPACT_POLL_SECONDS)
 
     async def present(self, memory_ids: list[str]) -> list[str]:
         if not memory_ids:

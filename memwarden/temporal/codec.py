@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, Self
@@ -42,8 +43,6 @@ from temporalio.converter import (
     WithSerializationContext,
     WorkflowSerializationContext,
 )
-
-from memwarden import randomness
 
 ENCODING = b"binary/encrypted"
 KEY_ID_METADATA = "encryption-key-id"
@@ -187,7 +186,7 @@ class AesGcmCodec(PayloadCodec, WithSerializationContext):
 
     def _encrypt(self, payload: Payload) -> Payload:
         tenant = self._tag_for(payload)
-        nonce = randomness.token_bytes(NONCE_BYTES)
+        nonce = os.urandom(NONCE_BYTES)
         kid = self.key_id.encode()
         sealed = self._current.encrypt(nonce, payload.SerializeToString(), _aad(kid, tenant, self._workflow_id))
         return Payload(

@@ -373,5 +373,8 @@ def test_dockerfile_copies_what_exists_and_runs_unprivileged() -> None:
     assert user and not user[-1].startswith(("0", "root")), "the image must not run as root"
     assert any(i.startswith("HEALTHCHECK") for i in instructions)
     assert 'ENTRYPOINT ["memwarden"]' in instructions
+    installs = [i for i in instructions if "pip install" in i and "--upgrade pip" not in i.split("&&")[-1]]
+    assert any('pip install ".[mcp]"' in i for i in installs), "the image must serve /mcp (the mcp extra)"
+    assert "mcp" in project["project"]["optional-dependencies"]
     env_names = re.findall(r"\b(MEMWARDEN_[A-Z0-9_]+)=", " ".join(i for i in instructions if i.startswith("ENV")))
     assert env_names and all(field_of(n) is not None for n in env_names), env_names

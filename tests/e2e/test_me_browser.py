@@ -157,6 +157,34 @@ async def test_edit_makes_a_new_version_that_supersedes_the_old(page: Page, api:
     assert stored["supersedes"] == first["memory_id"] and [h["id"] for h in stored["history"]] == [first["memory_id"]]
 
 
+async def test_undo_the_last_change_from_a_memorys_versions(page: Page, api: Api, http: httpx.AsyncClient) -> None:
+    t = tenant()
+    alice = api.auth(t, "alice")
+    first = await remember(http, alice, content="Walks the dog at seven", type="fact", slot="dog.walk")
+    fixed = (
+        await http.patch(f"/v1/memories/{first['memory_id']}", headers=alice, json={"content": "Walks the dog at nine"})
+    ).json()
+    assert fixed["decision"] == "UPDATE"
+    await sign_in(page, api, t, "alice")
+    await article(page, fixed["memory_id"]).get_by_role("link", name="See every version of this memory").click()
+    await expect(page.get_by_role("heading", name="Versions of a memory")).to_be_visible()
+    earlier = page.get_by_role("region", name="Earlier versions")
+    await expect(earlier.locator(f"#m-{first['memory_id']}")).to_contain_text("Walks the dog at seven")
+    await shot(page, "05a-versions")
+    await page.get_by_role("button", name="Undo the last change: bring back the earlier value").click()
+    await expect(page.locator("#notice")).to_contain_text("Undone")
+    await shot(page, "05b-reverted")
+    await expect(article(page, fixed["memory_id"])).to_have_attribute("data-status", "superseded")
+    restored = page.locator("article[data-status=active]", has_text="Walks the dog at seven")
+    await expect(restored).to_have_count(1)
+    restored_id = (await restored.get_attribute("id") or "")[2:]
+    stored = (await http.get(f"/v1/memories/{restored_id}", headers=alice)).json()
+    assert [h["id"] for h in stored["history"]] == [fixed["memory_id"], first["memory_id"]]
+    # The page's revert is the API's: asked again, the API answers the same revert.
+    again = await http.post(f"/v1/memories/{fixed['memory_id']}/revert", headers=alice)
+    assert again.status_code == 200 and again.json()["memory_id"] == restored_id
+
+
 async def test_confirm_a_pending_write(page: Page, api: Api, http: httpx.AsyncClient) -> None:
     t = tenant()
     agent = api.auth(t, "planner-svc", "agent", agent="planner", on_behalf_of="alice")

@@ -286,6 +286,15 @@ def test_bad_input_is_problem_json_on_the_production_profile(stack: ProductionSt
     assert forged.status_code == 401
 
 
+def test_the_me_cookie_is_secure_in_production_over_plain_http(stack: ProductionStack) -> None:
+    """TLS ends at the proxy in production, so the request reaching the API may be http: the cookie is
+    Secure all the same (issue 22 part 9)."""
+    page = httpx.get(f"{stack.api_url}/me", timeout=10)
+    assert page.status_code == 200 and page.url.scheme == "http"
+    cookie = page.headers["set-cookie"]
+    assert "Secure" in cookie and "HttpOnly" in cookie, cookie
+
+
 def test_only_the_worker_opens_the_qdrant_path(stack: ProductionStack) -> None:
     root = str(stack.qdrant_path.resolve())
     worker_files = [p for p in stack.worker.open_files() if p.startswith(root)]

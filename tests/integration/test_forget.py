@@ -159,6 +159,9 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
     marker = f"zeppelin{uuid.uuid4().hex[:12]}"
     owner = f"alice{uuid.uuid4().hex[:10]}"  # unique, so a hit anywhere below is this person's id
     speaker = f"Quillon{uuid.uuid4().hex[:10]}"  # who said it: a name, content-class like the text
+    session = f"sess{uuid.uuid4().hex[:10]}"  # a conversation's id: a tombstone keeps none
+    slot = f"bike.{uuid.uuid4().hex[:10]}"  # what the memory was about
+    record_key = f"ticket{uuid.uuid4().hex[:10]}"  # a source record's key (a ticket, a patient number)
     alice = stack.auth(t, owner)
     agent = stack.auth(t, "svc", role="agent", agent="planner", on_behalf_of=owner)
     # One write through the API's whole path (claim check, RememberWorkflow, commit).
@@ -169,12 +172,30 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
             "type": "fact",
             "source_kind": "user",
             "reason": "user_stated_fact",
-            "provenance": {"session": "s-1", "turn": "D1:4", "speaker": speaker},
+            "slot": slot,
+            "provenance": {"session": session, "turn": "D1:4", "speaker": speaker},
         },
         headers=alice,
     )
     assert posted.status_code == 200, posted.text
     ids = [posted.json()["memory_id"]]
+    # A secret she proposed is rejected before it is parked: no file ever held it, before or after.
+    secret = "AKIA" + uuid.uuid4().hex[:16].upper().replace("0", "Q").replace("1", "Z")
+    refused = await http.post(
+        "/v1/memories",
+        json={
+            "content": f"alice's key is {secret}",
+            "type": "fact",
+            "source_kind": "user",
+            "reason": "user_stated_fact",
+        },
+        headers=alice,
+    )
+    assert (refused.json()["decision"], refused.json()["reason"]) == ("REJECT", "secret_detected"), refused.text
+    cited = await seed(
+        stack.deps, t, owner, "alice's bicycle is insured", source_ref=SourceRef(system="crm", key=record_key)
+    )
+    ids.append(cited.id)
     for i in range(3):
         ids.append(
             (
@@ -223,7 +244,8 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
     # The controls: before erasure the marker is on disk, and the write's and the searches' histories
     # hold subject handles that resolve to the owner, so the zeros below mean something.
     assert scan(stack.settings.data_dir, marker.encode())
-    assert scan(stack.settings.data_dir, speaker.encode())
+    for left in (speaker, session, slot, record_key, owner):
+        assert scan(stack.settings.data_dir, left.encode()), left
     assert (await stack.deps.store.get_memory(t, ids[0])).provenance.speaker == speaker  # type: ignore[union-attr]
     # Kept out of history as the owner is (the subject handle carries it to the commit).
     assert await decoded_histories_containing(stack.client, speaker.encode()) == []
@@ -250,8 +272,14 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
 
     assert scan(stack.settings.data_dir, marker.encode()) == []
     assert scan(stack.settings.data_dir, speaker.encode()) == []  # the speaker went with the content
+    # So did what the rows said about it: the slot, the cited record's key, the conversation's ids; and
+    # the owner (a tombstone's owner and the deletion's requester are keyed pseudonyms).
+    for left in (session, slot, record_key, owner):
+        assert scan(stack.settings.data_dir, left.encode()) == [], left
+    assert scan(stack.settings.data_dir, secret.encode()) == []  # the rejected secret never reached a file
     replica_dir = Path(make_url(stack.settings.replica_urls[0]).database or "").parent
     assert scan(replica_dir, marker.encode()) == []  # the replica's file too
+    assert scan(replica_dir, owner.encode()) == [] and scan(replica_dir, slot.encode()) == []
     # Nor is it readable in any workflow history, even decoded with the codec key from the data dir.
     assert await decoded_histories_containing(stack.client, marker.encode()) == []
     # The owner's id is in no history at all (every workflow carries handles and ids), and every handle
@@ -271,8 +299,11 @@ async def test_owner_erasure_leaves_no_byte_of_the_marker_in_the_data_dir(
     for mid in [*ids, summary.summary_id]:
         record = await stack.deps.store.get_memory(t, mid)
         assert record is not None and record.status is Status.PURGED and record.content is None
-        assert record.provenance.speaker is None
-    assert (await stack.deps.store.get_memory(t, ids[0])).provenance.session == "s-1"  # type: ignore[union-attr]
+        assert record.provenance.speaker is None and record.provenance.session is None
+        assert record.slot is None and record.source_ref is None and record.owner_id != owner
+    # The person still reads their tombstone (their pseudonym is matched with the key), and the receipt.
+    mine = await http.get(f"/v1/memories/{ids[0]}", headers=alice)
+    assert mine.status_code == 200 and mine.json()["status"] == "purged" and mine.json()["owner_id"] == owner
     assert (await stack.deps.store.get_memory(t, bob.id)).content is not None  # type: ignore[union-attr]
     assert await search_ids(http, alice, f"where is the {marker} bicycle") == []
 

@@ -19,9 +19,9 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from activities.forget import ForgetActivities
 from memwarden import telemetry
 from memwarden.records import ForgetInput
-from memwarden.services.forget import ForgetActivities
 from memwarden.temporal.names import FORGET_FINISH, FORGET_PLAN, FORGET_PURGE, FORGET_VERIFY
 from tests.forget_support import Stack, embedded_stack, seed, tenant, wait_verified
 from worker.health import HealthServer

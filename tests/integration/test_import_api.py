@@ -20,11 +20,12 @@ from typing import Any
 import httpx
 from temporalio.testing import ActivityEnvironment
 
-from activities.imports import ImportActivities, batch_cut
-from memwarden.services.remember import RememberActivities
+from activities.imports import ImportActivities
+from activities.remember import RememberActivities
 from memwarden.policy.gate import DEFAULT_POLICY
 from memwarden.policy.imports import ImportBatch
 from memwarden.records import Status
+from memwarden.services.imports import batch_cut
 from stack.import_cli import Progress, chunks, file_lines, run_import
 from tests.integration.api_stack import Api, assert_problem
 
@@ -319,7 +320,7 @@ def test_the_progress_bar_shows_done_rejected_rate_and_eta() -> None:
 
 
 def test_a_batch_ends_where_a_line_depends_on_an_earlier_one() -> None:
-    from activities.imports import RememberInput  # the gate's input, as parked lines hold it
+    from memwarden.records import RememberInput  # the gate's input, as parked lines hold it
 
     def inp(memory_id: str, slot: str | None, owner: str = "o") -> RememberInput:
         return RememberInput.model_validate(

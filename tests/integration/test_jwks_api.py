@@ -2,7 +2,7 @@
 
 The embedded stack (dev server, worker, API under uvicorn) with `MEMWARDEN_AUTH_JWKS_URL` pointing at
 a real JWKS endpoint (tests/jwks_server.py) and local tokens switched off, as production runs with an
-identity provider: the issuer's tokens work on every route kind (JSON API, /me, the codec endpoint),
+identity provider: the issuer's tokens work on every route kind (JSON API, /me, the codec endpoint, /mcp),
 a rotated key is fetched on first use, and neither a withdrawn key nor a locally minted token works.
 """
 
@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from memwarden.identity import mint_token
 from tests.integration.api_stack import Api, assert_problem, embedded_api
+from tests.integration.mcp_support import MEMORY, mcp_over_http
 from tests.jwks_server import ISSUER, JwksServer, issued
 
 RSA_1 = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -62,6 +63,22 @@ async def test_issuer_tokens_are_accepted_and_local_ones_are_not(api: Api, http:
     assert decoded.status_code == 200, decoded.text
     via_path = await http.post(f"/codec/t/{operator}/decode", json={"payloads": []})
     assert via_path.status_code == 200, via_path.text
+
+
+async def test_mcp_accepts_the_issuers_tokens_and_names_it_as_the_authorization_server(
+    api: Api, http: httpx.AsyncClient
+) -> None:
+    token = issued(EC_1, "ec-1", "ES256", tenant="acme-mcp")
+    async with mcp_over_http(api.base_url, token) as client:  # the SDK's client on /mcp, as the API checks it
+        added = await client.call_tool("remember", MEMORY)
+        assert not added.is_error and (added.structured_content or {}).get("decision") == "ADD", added.content
+        listed = await client.call_tool("list_memories", {})
+        assert [m["content"] for m in (listed.structured_content or {})["items"]] == [MEMORY["content"]]
+    local = mint_token(api.settings.auth_secret_value, tenant="acme-mcp", sub="alice", role="user")
+    refused = await http.post("/mcp", headers=bearer(local), json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert refused.status_code == 401 and "resource_metadata=" in refused.headers["www-authenticate"]
+    metadata = (await http.get("/.well-known/oauth-protected-resource/mcp")).json()
+    assert metadata["authorization_servers"] == [ISSUER]
 
 
 async def test_a_rotated_key_is_fetched_on_first_use_and_a_withdrawn_one_stops(

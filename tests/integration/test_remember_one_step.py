@@ -15,10 +15,10 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from activities.remember import RememberActivities
 from memwarden.policy.gate import GatePolicy, GateReason, Remembered
 from memwarden.records import Decision, MemoryType, RememberInput, Status
 from memwarden.services.deps import Deps
-from memwarden.services.remember import RememberActivities
 from tests.workflows.record_histories import park, remember_input, settings_for
 from worker.runtime import open_deps
 

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from qdrant_client import AsyncQdrantClient
 
+from activities.memory import MemoryActivities
 from memwarden.config import Settings
 from memwarden.embed import MiniLMEmbedder, default_embedder
 from memwarden.identity import Principal, Role, read_filter
@@ -39,7 +40,6 @@ from memwarden.records import (
     content_hash,
 )
 from memwarden.services.deps import Deps
-from memwarden.services.memory import MemoryActivities
 from memwarden.stores.cache import MemoryCache
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.vectors import VectorIndex, index_point

@@ -56,6 +56,8 @@ LONG_LIVED = (
     "PeriodicRevalidationWorkflow",
     "RetentionWorkflow",
     "SummarizeWorkflow",
+    "RollbackWorkflow",
+    "ConversationWorkflow",
 )
 """Runs that can outlive a deploy: they wait on a confirmation window, durable timers, signals,
 children or server-side activity retries, with no execution timeout over them."""
@@ -63,6 +65,7 @@ SHORT_LIVED = {
     "RememberWorkflow": "started by the API with an execution timeout (workflow_timeout_seconds)",
     "RetrieveWorkflow": "started by the API with an execution timeout (workflow_timeout_seconds)",
     "HealthWorkflow": "started by the API with a few seconds' execution timeout",
+    "RevertWorkflow": "started by the API with an execution timeout (workflow_timeout_seconds)",
 }
 """Workflows whose runs end within the API's execution timeout: the replay test covers them."""
 

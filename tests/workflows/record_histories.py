@@ -37,14 +37,17 @@ from typing import Any
 from temporalio.client import Client, WorkflowFailureError
 
 from memwarden.config import Settings
+from memwarden.extract.base import Message
 from memwarden.forget import MemorySelector, SourceSelector, selector_key, subject_key
 from memwarden.identity import Principal, Role, read_filter
+from memwarden.keys import Purpose
 from memwarden.policy.gate import GatePolicy
 from memwarden.records import (
     Decision,
     ForgetInput,
     InvalidateInput,
     MemoryType,
+    MessageRole,
     Provenance,
     RememberInput,
     RememberResult,
@@ -53,6 +56,8 @@ from memwarden.records import (
     RevalidateInput,
     RevalidateResult,
     RevalidationOutcome,
+    RevertInput,
+    RollbackInput,
     Scope,
     Sensitivity,
     SettleAction,
@@ -63,8 +68,11 @@ from memwarden.records import (
     SourceRef,
     content_hash,
 )
+from memwarden.remediation import MemoriesSelector
+from memwarden.services.conversations import ConversationTarget, park_conversation
 from memwarden.services.deps import Deps
 from memwarden.stores.forget import ForgetStore
+from memwarden.stores.remediation import RemediationStore
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.summaries import park_summary_request
 from memwarden.temporal.codec import ENCODING
@@ -76,12 +84,15 @@ from worker.runtime import build_worker, open_deps
 from workflows.pending import pending_workflow_id
 from workflows.registry import (
     ALL_WORKFLOWS,
+    ConversationWorkflow,
     ForgetWorkflow,
     HealthWorkflow,
     PendingWriteWorkflow,
     RememberWorkflow,
     RetentionWorkflow,
     RetrieveWorkflow,
+    RevertWorkflow,
+    RollbackWorkflow,
     SummarizeWorkflow,
 )
 from workflows.revalidate import (
@@ -262,7 +273,7 @@ AGENT = Principal(tenant=TENANT, sub="svc-planner", role=Role.AGENT, agent="plan
 SYNTHETIC = {
     "pref": "synthetic preference: prefers the color teal for dashboard charts",
     "pref_new": "synthetic preference: prefers the color amber for dashboard charts",
-    "agent": "synthetic agent note: user-a reviews plans on weekday mornings",
+    "agent": "synthetic episode: user-a met the planner for coffee on a tuesday",
     "secret": "synthetic deploy key AKIAZ7QXW3SYNTH5EXMP with secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYSYNTHETICKEY",
     "staged_ok": "synthetic directive: from now on always summarise plans in three bullet points",
     "staged_no": "synthetic directive: from now on never mention weekend plans in summaries",
@@ -277,6 +288,8 @@ SYNTHETIC = {
     "rv_task": "synthetic task: user-r's clay order is being packed",
     "rv_read": "synthetic fact: user-r's pottery wheel booking is on thursday",
     "poisoned": "synthetic fact: user-a's plan is the gold tier, says the crm record",
+    "rb_good": "synthetic preference: prefers the window seat on trains",
+    "rb_bad": "synthetic preference: prefers the aisle seat on trains",
 }
 
 POLICY = GatePolicy()
@@ -416,6 +429,37 @@ async def _summarize(client: Client, deps: Deps, tq: str, wid: str) -> object:
     return result
 
 
+CONVERSATION = (
+    (MessageRole.USER, "synthetic: I live in Tealtown and I love kite flying.", "c-u1"),
+    (MessageRole.ASSISTANT, "synthetic: glad to hear it, how can I help?", "c-a1"),
+    (MessageRole.USER, "synthetic: actually, I moved to Ambertown last month.", "c-u2"),
+    (MessageRole.USER, "synthetic: for this ticket, keep the reply very short.", "c-u3"),
+)
+
+
+async def _conversation(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    """A conversation handed over: extraction, one RememberWorkflow child per candidate (a correction among
+    them), no session consolidation (no episodes), the conversation released."""
+    messages = [Message(role=role, content=text, turn_id=turn) for role, text, turn in CONVERSATION]
+    target = ConversationTarget(
+        tenant_id=TENANT,
+        owner_id=ALICE.sub,
+        scope=Scope.USER,
+        agent_id=None,
+        store=None,
+        writer=ALICE.actor,
+        actor=ALICE.actor,
+    )
+    request = await park_conversation(
+        deps.store, deps.settings.key_for(Purpose.SUBJECT_HANDLES), target, "session-synthetic", messages
+    )
+    result = await client.execute_workflow(ConversationWorkflow.run, args=[request, POLICY], id=wid, task_queue=tq)
+    got = [o.decision for o in result.outcomes]
+    if got != [Decision.ADD, Decision.ADD, Decision.UPDATE, Decision.ADD]:
+        raise RuntimeError(f"recording expected ADD, ADD, UPDATE, ADD from the conversation, got {got}")
+    return result
+
+
 async def _forget_memory(client: Client, deps: Deps, tq: str, wid: str) -> object:
     """The user's preference forgotten: the API's tombstone step, then the workflow under a fixed id."""
     memory_id = str(uuid.uuid5(uuid.NAMESPACE_URL, "memwarden-test/pref"))
@@ -433,6 +477,37 @@ async def _forget_memory(client: Client, deps: Deps, tq: str, wid: str) -> objec
     )
     return await client.execute_workflow(
         ForgetWorkflow.run, ForgetInput(deletion_id=row.id, tenant_id=TENANT), id=wid, task_queue=tq
+    )
+
+
+async def _revert(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    """The amber preference reverted: the teal value it superseded is live again, as a new version."""
+    request = RevertInput(tenant_id=TENANT, memory_id=_mid("pref_new"), actor=ALICE.actor)
+    result = await client.execute_workflow(RevertWorkflow.run, request, id=wid, task_queue=tq)
+    if result.outcome != "reverted":
+        raise RuntimeError(f"recording expected a revert, got {result.outcome}")
+    return result
+
+
+async def _rollback(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    """A write that superseded the window-seat preference, rolled back: the API's quarantine step, then the
+    workflow (restore, every sink, the receipt) under a fixed id."""
+    for name in ("rb_good", "rb_bad"):
+        content = SYNTHETIC[name]
+        request = remember_input(_mid(name), content, tenant=TENANT, owner=ALICE.sub, actor=AGENT.actor, slot="seat")
+        await run_remember(client, deps.store, tq, request, content, workflow_id=f"{wid}-{name}")
+    selector = MemoriesSelector(memory_ids=[_mid("rb_bad")])
+    row, _ = await RemediationStore(deps.store).quarantine(
+        tenant_id=TENANT,
+        requester="operator:ops",
+        selector=selector,
+        redacted=selector.model_dump(mode="json"),
+        reason="poisoned_agent",
+        store=None,
+        now=datetime.now(UTC),
+    )
+    return await client.execute_workflow(
+        RollbackWorkflow.run, RollbackInput(rollback_id=row.id, tenant_id=TENANT), id=wid, task_queue=tq
     )
 
 
@@ -656,6 +731,8 @@ CASES: tuple[Case, ...] = (
     Case("HealthWorkflow", "ok", _health),
     # Last: supersedes the teal preference, after the reads that expect it.
     Case("RememberWorkflow", "gated_update", _remember("pref_new", expect=Decision.UPDATE, slot="ui.chart_color")),
+    Case("RevertWorkflow", "revert", _revert),
+    Case("RollbackWorkflow", "one_write", _rollback),
     # Forget and retention after every case that reads or supersedes the preference.
     Case("SummarizeWorkflow", "episodes", _summarize),
     Case("ForgetWorkflow", "one_memory", _forget_memory),
@@ -678,6 +755,7 @@ CASES: tuple[Case, ...] = (
     Case("InvalidateWorkflow", "one_event", _invalidate),
     Case("PeriodicRevalidationWorkflow", "sweep", _periodic),
     Case("RetrieveWorkflow", "read_deadline", _retrieve_deadline),
+    Case("ConversationWorkflow", "extracted", _conversation),
     Case("ImportWorkflow", "two_batches", _import),
 )
 

@@ -1,7 +1,7 @@
 """imports: bulk imports, their parked lines and each line's outcome
 
 Revision ID: 0009_imports
-Revises: 0006_subject_keys
+Revises: 0008_remediation
 Create Date: 2026-12-03
 
 `imports` is one row per import (who started it, as a keyed hash; the file's hash; how many lines);
@@ -19,7 +19,7 @@ from alembic import op
 from memwarden.stores.sql_models import UTCDateTime
 
 revision: str = "0009_imports"
-down_revision: str | Sequence[str] | None = "0006_subject_keys"
+down_revision: str | Sequence[str] | None = "0008_remediation"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

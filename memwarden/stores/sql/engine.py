@@ -9,6 +9,7 @@ processes may migrate at once.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import weakref
 from collections.abc import AsyncIterator
@@ -25,7 +26,7 @@ from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from memwarden.stores.sqlite_inline import inline_creator
+from memwarden.file_modes import private_dir, private_file
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
@@ -34,13 +35,18 @@ _IMMEDIATE = "memwarden_sqlite_immediate"
 _AUTOCOMMIT_READ = "memwarden_sqlite_autocommit_read"
 """Execution option: a read of one statement (or of independent chunks) runs in SQLite's autocommit mode.
 A single SELECT is its own consistent snapshot; an explicit BEGIN would add a statement round trip per
-read, and a GIL release the event loop waits behind (see `memwarden.randomness`)."""
+read (a thread hop each under aiosqlite)."""
 
 _MIGRATE_LOCK_KEY = 0x6D77_6D69_6772_6174
 """pg_advisory_xact_lock key held while migrating ("mwmigrat")."""
 _MIGRATE_SQLITE_ATTEMPTS = 12
 """Attempts, each waiting up to the 5 s busy timeout: about a minute for another process's migration."""
 _PING_TIMEOUT = 2.0
+
+# aiosqlite logs every call at DEBUG with its arguments, SQL parameters (memory content) included, and
+# `hide_parameters` covers only SQLAlchemy's own records: those records are never created, whatever
+# level the application's root logger is at.
+logging.getLogger("aiosqlite").setLevel(logging.INFO)
 
 
 async def create_engine(url: str, *, schema: str | None = None) -> AsyncEngine:
@@ -59,8 +65,7 @@ async def create_engine(url: str, *, schema: str | None = None) -> AsyncEngine:
         if database in ("", ":memory:") or database.startswith("file:"):
             raise ValueError("SQLite needs a file path (in-memory databases are per-connection)")
         await asyncio.to_thread(_ensure_parent_dir, database)
-        # Statements run on the event loop's thread unless they may wait (memwarden.stores.sqlite_inline).
-        engine = create_async_engine(sa_url, async_creator=inline_creator(database, durable=True), hide_parameters=True)
+        engine = create_async_engine(sa_url, hide_parameters=True)
         event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
         event.listen(engine.sync_engine, "begin", _sqlite_on_begin)
     elif backend == "postgresql":
@@ -214,7 +219,13 @@ def _upgrade_head(connection: Connection) -> None:
 
 
 def _ensure_parent_dir(database: str) -> None:
-    Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    """The database's dir, and the file itself created 0600 before SQLite opens it (SQLite gives its
+    -wal and -shm the database file's mode), so no memory is ever in a world-readable file."""
+    path = Path(database).expanduser()
+    parent = path.parent
+    if not parent.exists():
+        private_dir(parent)
+    private_file(path)
 
 
 def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:

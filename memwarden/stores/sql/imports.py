@@ -3,7 +3,7 @@
 A line is applied at most once because its outcome row (keyed by import and line number) is written in
 the same transaction as its effect (the memory, its audit event) and the deletion of its parked row: a
 retried batch finds the line no longer parked and skips it. The API parks lines and records the ones
-it refused; `ImportActivities.import_batch` commits a batch's effects with `commit_import_batch`.
+it refused; `ImportService.batch` commits a batch's effects with `commit_import_batch`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
-"""Activities for Retrieve and the index's health: thin wrappers over the stores.
+"""Retrieve, the service: authorize, gather, re-check and rank candidates, then revalidate at read.
 
-Remember's write gate lives in `memwarden.services.remember`; nothing here stores a memory.
+Remember's write gate lives in `memwarden.services.remember`; nothing here stores a memory. The
+`search_memories` activity (`activities.memory`) is the adapter; the API loads content after its own
+check and writes the read's audit event (api/routes/search.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from datetime import UTC, datetime
-
-from temporalio import activity
 
 from memwarden.errors import CandidateGone
 from memwarden.policy import ranking
@@ -22,10 +21,10 @@ from memwarden.records import (
     Status,
 )
 from memwarden.services.deps import Deps
-from memwarden.services.revalidate import Revalidator
+from memwarden.services.revalidate import RevalidateService
+from memwarden.services.run import Run
 from memwarden.stores.sql import EligibleMeta
 from memwarden.stores.subjects import resolve_handle
-from memwarden.temporal.names import INDEX_HEALTH, SEARCH_MEMORIES
 
 CANDIDATE_FACTOR = 4
 MIN_CANDIDATES = 100
@@ -45,18 +44,17 @@ class Gathered:
     meta: dict[str, EligibleMeta]
 
 
-class MemoryActivities:
-    """Bound to one worker's Deps; registered by method."""
+class RetrieveService:
+    """Bound to one worker's Deps."""
 
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
-        self.revalidator = Revalidator(deps)
+        self.revalidator = RevalidateService(deps)
 
     async def _embed(self, texts: list[str]) -> list[list[float]]:
         return await asyncio.to_thread(self.deps.embedder.embed, texts)
 
-    @activity.defn(name=SEARCH_MEMORIES)
-    async def search_memories(self, request: RetrieveInput) -> RetrieveResult:
+    async def search(self, request: RetrieveInput, run: Run) -> RetrieveResult:
         """Authorize before rank: both retrievers run with the read filter inside their queries, every
         candidate is re-checked against the durable store (the index may lag a tombstone; the store
         never does), and only then ranked: relevance floor, fusion, recency and importance.
@@ -72,7 +70,7 @@ class MemoryActivities:
                 raise CandidateGone(request.subject_ref)
             request = request.model_copy(update={"read_filter": ReadFilter.model_validate(ids["read_filter"])})
         gathered = await self._gather_for(*await self._query(request), request.read_filter, request.k)
-        now = datetime.now(UTC)
+        now = self.deps.clock()
         ranked, meta = gathered.ranked, gathered.meta
         hits: list[Hit] = []
         spare: list[Hit] = []
@@ -89,7 +87,7 @@ class MemoryActivities:
             (hits if len(hits) < request.k else spare).append(Hit(memory_id=r.memory_id, score=round(r.score, 6)))
         # Read-time revalidation (Revalidate): the hits the freshness policy names are checked at their
         # sources within each source's timeout; spare hits replace any that drop out.
-        return await self.revalidator.at_read(request, hits, withheld, spare, meta, now)
+        return await self.revalidator.at_read(request, hits, withheld, spare, meta, now, run)
 
     async def _query(self, request: RetrieveInput) -> tuple[str, list[float]]:
         """The query (from its claim check, the API parked it before starting the workflow) and its vector."""
@@ -104,7 +102,7 @@ class MemoryActivities:
 
     async def _gather_for(self, query: str, dense: list[float], read_filter: ReadFilter, k: int) -> Gathered:
         """Both retrievers under the read filter, the store's re-check of every candidate, then ranking."""
-        now = datetime.now(UTC)
+        now = self.deps.clock()
         found = await self.deps.index.hybrid(
             dense=dense,
             text=query,
@@ -138,10 +136,3 @@ class MemoryActivities:
             if rel.memory_id in meta
         ]
         return Gathered(ranking.rank(candidates, now, len(candidates), params), meta)
-
-    @activity.defn(name=INDEX_HEALTH)
-    async def index_health(self) -> bool:
-        return await self.deps.index.health()
-
-    def all(self) -> list[object]:
-        return [self.search_memories, self.index_health]
