@@ -5,7 +5,9 @@ same file from the same principal is the same import (a second run applies nothi
 interrupted upload resumes). `PUT /v1/imports/{id}/lines?first_line=N` takes a chunk of NDJSON lines
 (each chunk within the request body limit): every line is admitted here exactly as `POST /v1/memories`
 admits a body (`memories.admit`: field rules, the source kind the token may declare, the write target,
-the source_ref), then parked in the store, or refused on its line with a reason code. `POST
+the source_ref) and screened before it is parked, as `POST /v1/memories` screens (`api.prescreen`): a line
+the gate's first steps reject is decided REJECT on its line and audited, and its text is never written
+anywhere; the rest are parked in the store with their screening, or refused on their line. `POST
 /v1/imports/{id}/start` starts ImportWorkflow, whose input is the import's id and position: no line's
 content enters history. `GET /v1/imports/{id}` answers counts by decision, the position, and the lines
 not applied by number with their reason codes, never their text; only the principal that started the
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -25,13 +28,14 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from api.input_guard import MAX_DEPTH, _strings, control_character, json_depth_exceeds
+from api.prescreen import prescreen, record_rejection
 from api.problems import Problem
 from api.routes.memories import _memory_id, admit
 from api.state import ApiState, Caller, State
 from memwarden.forget import subject_hash
 from memwarden.identity import Principal, Role
 from memwarden.policy.imports import DECISIONS, ImportInput
-from memwarden.records import CandidateIn
+from memwarden.records import CandidateIn, RememberInput
 from memwarden.stores.sql.imports import ImportRow, LineOutcome, ParkedLine
 from workflows.imports import ImportWorkflow, import_workflow_id
 
@@ -153,7 +157,9 @@ async def upload_lines(
     refused: list[LineOutcome] = []
     for offset, line in enumerate(raw):
         kept = parse_line(state, caller, row, first_line + offset, line.removesuffix(b"\r"))
-        (refused if isinstance(kept, LineOutcome) else parked).append(kept)  # type: ignore[arg-type]
+        if isinstance(kept, AdmittedLine):
+            kept = await screened_line(state, kept)
+        (refused if isinstance(kept, LineOutcome) else parked).append(kept)
     received = await state.store.park_import_lines(row.id, row.tenant_id, parked, refused, datetime.now(UTC))
     return ChunkOut(
         import_id=row.id,
@@ -163,9 +169,18 @@ async def upload_lines(
     )
 
 
+@dataclass(frozen=True)
+class AdmittedLine:
+    """A candidate line admitted as `POST /v1/memories` admits its body, not yet screened nor parked."""
+
+    line_no: int
+    input: RememberInput
+    content: str
+
+
 def parse_line(
     state: ApiState, caller: Principal, row: ImportRow, line_no: int, raw: bytes
-) -> ParkedLine | LineOutcome:
+) -> ParkedLine | AdmittedLine | LineOutcome:
     """One line, parked for the workflow or refused with a reason code (never its text).
 
     The dispatch by kind: a conversation (`{"session_id", "messages"}`) goes to `conversation_line`, any
@@ -197,8 +212,8 @@ def parse_line(
 
 def candidate_line(
     state: ApiState, caller: Principal, row: ImportRow, line_no: int, body: dict[str, Any]
-) -> ParkedLine | LineOutcome:
-    """A candidate line: admitted exactly as `POST /v1/memories` admits its body, then parked."""
+) -> AdmittedLine | LineOutcome:
+    """A candidate line: admitted exactly as `POST /v1/memories` admits its body (`screened_line` next)."""
     try:
         candidate = CandidateIn.model_validate(body)
     except ValidationError as exc:
@@ -215,12 +230,31 @@ def candidate_line(
         admitted = admit(state, caller, candidate, memory_id)
     except Problem as problem:
         return LineOutcome(line_no, "ERROR", problem.code, field=problem.field)
+    return AdmittedLine(line_no=line_no, input=admitted, content=candidate.content)
+
+
+async def screened_line(state: ApiState, line: AdmittedLine) -> ParkedLine | LineOutcome:
+    """Screen an admitted line before anything of it is parked (decision: screen-before-parking).
+
+    A line the detectors and the gate's first steps reject is decided REJECT on its line, with the same
+    `deny` event `POST /v1/memories` records (no content hash; its id derived from the memory id, so a
+    re-sent chunk records it once); its text is never written. The rest is parked with its screening,
+    which the batch reuses for that very text (`memwarden.prescreened`), and still decided by the gate.
+    """
+    admitted = line.input
+    screening, rejected = await prescreen(state, admitted, line.content)
+    if rejected is not None:
+        answer = await record_rejection(state, admitted, rejected)
+        return LineOutcome(line.line_no, answer.decision.value, answer.reason)
     # The line's claim check holds the admitted input as the activity needs it (the actor as the audit
-    # log's pseudonym, as RememberWorkflow's input holds it) and the content; none of it enters history.
-    admitted = admitted.model_copy(update={"actor": state.pseudonyms.actor(admitted.tenant_id, admitted.actor)})
-    payload = json.dumps({"input": admitted.model_dump(mode="json"), "content": candidate.content})
+    # log's pseudonym, as RememberWorkflow's input holds it), its screening and the content; none of it
+    # enters history.
+    sealed = admitted.model_copy(
+        update={"actor": state.pseudonyms.actor(admitted.tenant_id, admitted.actor), "screening": screening}
+    )
+    payload = json.dumps({"input": sealed.model_dump(mode="json"), "content": line.content})
     return ParkedLine(
-        line_no, CANDIDATE, payload, subject_hash(state.handle_key, admitted.tenant_id, admitted.owner_id)
+        line.line_no, CANDIDATE, payload, subject_hash(state.handle_key, admitted.tenant_id, admitted.owner_id)
     )
 
 

@@ -32,6 +32,7 @@ from memwarden.keys import Purpose
 from memwarden.policy.dedupe import value_conflict
 from memwarden.policy.gate import GateDecision, GatePolicy, commit_input, decide
 from memwarden.policy.imports import ImportBatch, ImportBatchResult, add_counts
+from memwarden.prescreened import prescreened
 from memwarden.records import (
     LIVE_STATUSES,
     CommitInput,
@@ -108,9 +109,13 @@ def _may_duplicate(a: RememberInput, a_text: str, b: RememberInput, b_text: str)
 
 
 def screen_all(lines: list[tuple[int, RememberInput, str]]) -> list[Screening]:
-    """The detectors over each line, as `remember_candidate` runs them (each within its own time budget),
-    one after another in the calling thread."""
-    return [detect.screen(text, source_kind=c.source_kind, fields=detect.free_text_fields(c)) for _, c, text in lines]
+    """Each line's screening: the API's, made before it parked the line, when it is of this very text
+    (`memwarden.prescreened`); else the detectors, as `remember_candidate` runs them (each within its own
+    time budget), one after another in the calling thread."""
+    return [
+        prescreened(c, text) or detect.screen(text, source_kind=c.source_kind, fields=detect.free_text_fields(c))
+        for _, c, text in lines
+    ]
 
 
 class ImportService:

@@ -119,7 +119,33 @@ async def test_bad_lines_are_reported_by_number_and_the_rest_apply(
     ops = api.auth(t, "ops", "operator")
     events = (await http.get("/v1/audit", headers=ops, params={"limit": 200})).json()["items"]
     by_op = sorted((e["operation"], e["reason"]) for e in events if e["workflow_id"] == got["workflow_id"])
-    assert by_op == [("create", "accepted")] * 3 + [("deny", "secret_detected")]
+    assert by_op == [("create", "accepted")] * 3
+    # The secret was refused by the API before parking (screen-before-parking): its deny event has no run.
+    denied = [e for e in events if e["operation"] == "deny"]
+    assert [(e["reason"], e["workflow_id"]) for e in denied] == [("secret_detected", None)]
+
+
+async def test_a_line_the_gate_rejects_is_never_parked(api: Api, http: httpx.AsyncClient) -> None:
+    t = tenant()
+    kim = api.auth(t, "kim")
+    body = (line("Kim waters the ferns on Sundays") + "\n" + line(SECRET) + "\n").encode()
+    created = await http.post(
+        "/v1/imports", headers=kim, json={"sha256": hashlib.sha256(body).hexdigest(), "total_lines": 2}
+    )
+    import_id = created.json()["import_id"]
+    nd = kim | {"Content-Type": "application/x-ndjson"}
+    put = await http.put(f"/v1/imports/{import_id}/lines", headers=nd, params={"first_line": 1}, content=body)
+    assert put.status_code == 200, put.text
+    assert [(e["line"], e["decision"], e["reason"]) for e in put.json()["errors"]] == [(2, "REJECT", "secret_detected")]
+    parked = await api.store.parked_lines(import_id, from_line=1, limit=10)
+    assert [p.line_no for p in parked] == [1]  # the secret's text was never written
+    assert all("AKIA" not in p.payload for p in parked)
+    assert json.loads(parked[0].payload)["input"]["screening"] is not None  # the batch reuses this screening
+    again = await http.put(f"/v1/imports/{import_id}/lines", headers=nd, params={"first_line": 1}, content=body)
+    assert again.json()["received"] == 0
+    ops = api.auth(t, "ops", "operator")
+    events = (await http.get("/v1/audit", headers=ops, params={"limit": 50})).json()["items"]
+    assert [e["reason"] for e in events if e["operation"] == "deny"] == ["secret_detected"]  # once, not per upload
 
 
 async def test_the_same_file_twice_applies_nothing_twice(api: Api, http: httpx.AsyncClient, tmp_path: Path) -> None:
