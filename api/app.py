@@ -24,6 +24,7 @@ from api.routes import (
     export,
     forget,
     health,
+    imports,
     memories,
     moderation,
     remediation,
@@ -83,6 +84,7 @@ def create_app(
     app.add_middleware(TokenPrefetchMiddleware, verifier=settings.token_verifier)
     app.include_router(health.router)
     app.include_router(memories.router)
+    app.include_router(imports.router)
     app.include_router(conversations.router)
     app.include_router(correct.router)
     app.include_router(retention.router)

@@ -210,6 +210,23 @@ class Settings(BaseSettings):
     max_page_size: int = Field(default=200, gt=0, description="Largest `limit` of a listing.")
     default_page_size: int = Field(default=50, gt=0, description="`limit` of a listing that gives none.")
     max_query_chars: int = Field(default=2048, gt=0, description="Longest search query accepted.")
+    import_max_lines: int = Field(default=100_000, gt=0, description="Most lines one bulk import may have.")
+    import_line_max_bytes: int = Field(
+        default=32 * 1024,
+        gt=0,
+        description="Longest line of a bulk import (bytes); a longer one is reported `line_too_large`, unread.",
+    )
+    import_batch_size: int = Field(
+        default=200,
+        ge=1,
+        le=1000,
+        description="Lines one ImportWorkflow batch screens, embeds and commits together (one transaction).",
+    )
+    import_heartbeat_seconds: int = Field(
+        default=15,
+        ge=1,
+        description="A batch whose worker stops heartbeating for this long is retried on another worker.",
+    )
 
     audit_signing_key: str | None = Field(
         default=None,

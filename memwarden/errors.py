@@ -20,3 +20,12 @@ class CandidateGone(Exception):
 class DeletionMissing(LookupError):
     """The workflow names a deletion the store does not hold (never retried into success: the forget
     workflow lists it among its non-retryable error types)."""
+
+
+class ImportGone(LookupError):
+    """A batch names an import the store no longer holds (erased, or never created): no retry can bring
+    it back, so its activity fails for good (`ApplicationError` of this type name, non-retryable)."""
+
+    def __init__(self, import_id: str) -> None:
+        super().__init__(f"import {import_id} is gone")
+        self.import_id = import_id

@@ -1,4 +1,4 @@
-"""The `memwarden` command: up (embedded stack), worker and api (production), token, mcp (stdio), audit."""
+"""The `memwarden` command: up (embedded stack), worker and api (production), token, mcp (stdio), import, audit."""
 
 from __future__ import annotations
 
@@ -153,6 +153,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return audit_pubkey(settings)
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from stack.import_cli import run_import
+
+    if not args.token:
+        print("memwarden import: a bearer token is needed (--token or MEMWARDEN_TOKEN)", file=sys.stderr)
+        return 2
+    return run_import(Path(args.file), args.url, args.token)
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="memwarden", description="A governed memory service for AI agents.")
     sub = root.add_subparsers(dest="command", required=True)
@@ -187,6 +196,12 @@ def parser() -> argparse.ArgumentParser:
     token.add_argument("--ttl", type=int)
     token.add_argument("--data-dir", default=os.environ.get("MEMWARDEN_DATA_DIR"))
     token.set_defaults(func=cmd_token)
+
+    imp = sub.add_parser("import", help="bulk-import an NDJSON file of candidates through the write gate")
+    imp.add_argument("file", help="one candidate per line: the body of POST /v1/memories")
+    imp.add_argument("--url", default=os.environ.get("MEMWARDEN_URL", "http://127.0.0.1:8080"))
+    imp.add_argument("--token", default=os.environ.get("MEMWARDEN_TOKEN"), help="default: MEMWARDEN_TOKEN")
+    imp.set_defaults(func=cmd_import)
 
     mcp = sub.add_parser(
         "mcp",

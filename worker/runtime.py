@@ -12,6 +12,7 @@ from temporalio.worker import Worker
 
 from activities.conversation import ConversationActivities
 from activities.forget import ForgetActivities
+from activities.imports import ImportActivities
 from activities.memory import MemoryActivities
 from activities.remediation import RemediationActivities
 from activities.remember import RememberActivities
@@ -81,9 +82,11 @@ async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> 
 
 
 def build_worker(client: Client, deps: Deps) -> Worker:
+    remember = RememberActivities(deps)  # one gate (and its vector cache) for single writes and imports
     activities = [
         *MemoryActivities(deps).all(),
-        *RememberActivities(deps).all(),
+        *remember.all(),
+        *ImportActivities(deps, remember).all(),
         *ConversationActivities(deps).all(),
         *ForgetActivities(deps).all(),
         *SummaryActivities(deps).all(),

@@ -3,6 +3,7 @@
 from workflows.conversation import ConversationWorkflow
 from workflows.forget import ForgetWorkflow
 from workflows.health import HealthWorkflow
+from workflows.imports import ImportWorkflow
 from workflows.pending import PendingWriteWorkflow
 from workflows.remediation import RevertWorkflow, RollbackWorkflow
 from workflows.remember import RememberWorkflow
@@ -25,6 +26,7 @@ ALL_WORKFLOWS = [
     PeriodicRevalidationWorkflow,
     RevertWorkflow,
     RollbackWorkflow,
+    ImportWorkflow,
 ]
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "ConversationWorkflow",
     "ForgetWorkflow",
     "HealthWorkflow",
+    "ImportWorkflow",
     "InvalidateWorkflow",
     "PendingWriteWorkflow",
     "PeriodicRevalidationWorkflow",

@@ -82,6 +82,32 @@ def _nul_field(value: object, path: str = "") -> str | None:
 @router.post("", response_model=RememberOut, status_code=200)
 @traced(CREATE_MEMORY)
 async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn, Body()]) -> RememberOut:
+    memory_id = _memory_id(caller.tenant, caller.actor, candidate.idempotency_key)
+    request = admit(state, caller, candidate, memory_id)
+    workflow_id = f"remember-{memory_id}"
+    digest = request.content_hash
+    if request.idempotency_key is not None:
+        replay = await _replay(state, workflow_id, request.idempotency_key, caller.tenant, digest)
+        if replay is not None:
+            return replay
+    now = datetime.now(UTC)
+    result = await remember(state, request, candidate.content, now, workflow_id, digest)
+    return RememberOut(
+        decision=result.decision,
+        reason=result.reason,
+        memory_id=result.memory_id,
+        supersedes=result.supersedes,
+        workflow_id=workflow_id,
+    )
+
+
+def admit(state: ApiState, caller: Principal, candidate: CandidateIn, memory_id: str) -> RememberInput:
+    """Everything the API decides about a proposal before the gate, as the gate's input; a Problem if refused.
+
+    The content's size and field rules, the source kind the token may declare, where the caller may write
+    and the source_ref it may vouch for; `provenance.writer` from the token. A bulk import admits each of
+    its lines through this same function.
+    """
     settings = state.settings
     if len(candidate.content) > settings.max_content_chars:
         raise Problem(
@@ -104,23 +130,12 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
         raise Problem(403, exc.reason, f"this principal may not write there ({exc.reason})", field="scope") from None
     if candidate.source_ref is not None:
         _vouch(state, caller, candidate.source_ref, target.tenant_id, target.owner_id)
-
-    memory_id = _memory_id(caller.tenant, caller.actor, candidate.idempotency_key)
-    workflow_id = f"remember-{memory_id}"
-    scoped_key = _scoped_key(caller.actor, candidate.idempotency_key)
-    digest = content_hash(candidate.content)
-    if scoped_key is not None:
-        replay = await _replay(state, workflow_id, scoped_key, caller.tenant, digest)
-        if replay is not None:
-            return replay
-
-    now = datetime.now(UTC)
     # Who wrote it is the token's to say: a body's `writer` would let anyone put words in someone's mouth.
     provenance = (candidate.provenance or Provenance()).model_copy(update={"writer": caller.actor})
-    request = RememberInput(
+    return RememberInput(
         memory_id=memory_id,
         candidate_ref=memory_id,
-        content_hash=digest,
+        content_hash=content_hash(candidate.content),
         content_chars=len(candidate.content),
         tenant_id=target.tenant_id,
         owner_id=target.owner_id,
@@ -136,17 +151,9 @@ async def propose(state: State, caller: Caller, candidate: Annotated[CandidateIn
         importance=candidate.importance,
         sensitivity=candidate.sensitivity,
         ttl_seconds=candidate.ttl_seconds,
-        idempotency_key=scoped_key,
+        idempotency_key=_scoped_key(caller.actor, candidate.idempotency_key),
         actor=caller.actor,
         confirm_requested=candidate.confirm_requested,
-    )
-    result = await remember(state, request, candidate.content, now, workflow_id, digest)
-    return RememberOut(
-        decision=result.decision,
-        reason=result.reason,
-        memory_id=result.memory_id,
-        supersedes=result.supersedes,
-        workflow_id=workflow_id,
     )
 
 

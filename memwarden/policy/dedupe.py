@@ -48,7 +48,7 @@ import math
 import re
 import sys
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from importlib import resources
@@ -756,26 +756,34 @@ pairwise checks are quadratic in the words, a memory that long is rare, and a mi
 safe error."""
 
 
-def conflict_reasons(a: str, b: str) -> list[str]:
-    """Every rule of the veto that fires for this pair, by name (for `bench/dedupe_eval.py` and tests)."""
+def _checks(a: str, b: str) -> Iterator[str]:
+    """The veto's rules that fire for this pair, lazily, in order (the first one is enough to veto)."""
     ta, tb = _read(a), _read(b)
     if [t.word for t in ta] == [t.word for t in tb]:
-        return []
+        return
     if max(len(ta), len(tb)) > MAX_TOKENS:
-        return ["length"]
-    checks: Iterable[tuple[str, bool]] = (
-        ("polarity", _polarity(ta) != _polarity(tb)),
-        ("number", _numbers_differ(ta, tb)),
-        ("time", _two_sided(_kinds(ta, "temporal"), _kinds(tb, "temporal"))),
-        ("entity", _two_sided(_kinds(ta, "entity"), _kinds(tb, "entity"))),
-        ("antonym", _antonym_swap(ta, tb)),
-        ("tense", _tense_changed(ta, tb)),
-        ("role", _roles_swapped(ta, tb)),
-        ("substitution", _substituted(ta, tb)),
-        ("person", _person_added(ta, tb)),
-        ("content", _differing_content(ta, tb) > MAX_DIFFERING),
+        yield "length"
+        return
+    checks: tuple[tuple[str, Callable[[], bool]], ...] = (
+        ("polarity", lambda: _polarity(ta) != _polarity(tb)),
+        ("number", lambda: _numbers_differ(ta, tb)),
+        ("time", lambda: _two_sided(_kinds(ta, "temporal"), _kinds(tb, "temporal"))),
+        ("entity", lambda: _two_sided(_kinds(ta, "entity"), _kinds(tb, "entity"))),
+        ("antonym", lambda: _antonym_swap(ta, tb)),
+        ("tense", lambda: _tense_changed(ta, tb)),
+        ("role", lambda: _roles_swapped(ta, tb)),
+        ("substitution", lambda: _substituted(ta, tb)),
+        ("person", lambda: _person_added(ta, tb)),
+        ("content", lambda: _differing_content(ta, tb) > MAX_DIFFERING),
     )
-    return [name for name, fired in checks if fired]
+    for name, fired in checks:
+        if fired():
+            yield name
+
+
+def conflict_reasons(a: str, b: str) -> list[str]:
+    """Every rule of the veto that fires for this pair, by name (for `bench/dedupe_eval.py` and tests)."""
+    return list(_checks(a, b))
 
 
 def value_conflict(a: str, b: str) -> bool:
@@ -784,4 +792,4 @@ def value_conflict(a: str, b: str) -> bool:
     Deterministic and conservative: a True costs at most a near-copy stored, a False lets the similarity
     threshold decide.
     """
-    return bool(conflict_reasons(a, b))
+    return next(_checks(a, b), None) is not None  # the first rule that fires decides

@@ -46,6 +46,7 @@ from memwarden.records import (
     RememberInput,
     RememberResult,
     Scope,
+    Screening,
     SettleAction,
     SettleRequest,
     SourceKind,
@@ -204,23 +205,28 @@ class RememberService:
         *,
         enabled: bool,
         quarantined: bool,
+        screening: Screening | None = None,
     ) -> tuple[Screened, str]:
         """Screening proper: detector codes, then (unless already rejected) the nearest live memory and the
         slot's holder. Returns what the gate decides on and the text that would be stored (redacted).
 
         The detectors (over the content and every other free-text field) always run in a worker thread:
-        a hostile input must never hold the event loop the API shares."""
+        a hostile input must never hold the event loop the API shares. A bulk import passes `screening`: the
+        same detectors, run for its whole batch in one worker thread beside the batch's embedding."""
         store = self.deps.store
         # Embedding (onnxruntime, off the GIL) runs beside the detectors (Python), on the other core:
         # most candidates are embedded as they are. The vector of a candidate that is then rejected or
         # redacted is dropped unused: it is never compared, cached or stored.
-        speculative = asyncio.ensure_future(self._embed([content]))
+        # A bulk import embedded its whole batch in one call beforehand: the cached vector is the same one.
+        ready = self._vectors.get(content_hash(content))
+        speculative = asyncio.ensure_future(self._embed([content])) if ready is None else None
         try:
-            screening = prescreened(c, content) or await detect.screen_async(
-                content, source_kind=c.source_kind, fields=detect.free_text_fields(c)
-            )
+            if screening is None:  # a bulk import screened its whole batch in one worker thread already
+                screening = prescreened(c, content) or await detect.screen_async(
+                    content, source_kind=c.source_kind, fields=detect.free_text_fields(c)
+                )
         finally:
-            [raw_dense] = await speculative
+            [raw_dense] = await speculative if speculative is not None else [ready]
         screened = Screened(screening=screening, memory_enabled=enabled, source_quarantined=quarantined)
         inp = screened.gate_input(c)
         if precheck(inp, policy) is not None:
@@ -424,31 +430,11 @@ class RememberService:
         """Durable store (superseding the slot's holder, with its audit event and the claim check dropped in
         the same transaction), then index, then cache invalidation, then replicas."""
         c = ci.candidate
-
-        def outcome(live: MemoryRecord) -> tuple[Decision, str]:
-            decision = Decision.UPDATE if live.supersedes else Decision.ADD
-            if decision is Decision.ADD and ci.reason == "slot_value_changed":
-                return decision, "accepted"  # the holder went away between the gate and the commit
-            return decision, ci.reason
-
-        def event(live: MemoryRecord) -> AuditEventIn:
-            decision, reason = outcome(live)
-            op = operation or ("create" if decision is Decision.ADD else "update")
-            return self._event(
-                c,
-                run,
-                op,
-                reason,
-                live.id,
-                actor=actor,
-                hash_after=live.content_hash,
-                supersedes=live.supersedes,
-                decision=decision.value,
-                redacted=sorted(ci.redact),
-            )
-
         live, superseded = await self.deps.store.commit_live(
-            record, idempotency_key=c.idempotency_key, audit=event, drop_candidate=c.candidate_ref
+            record,
+            idempotency_key=c.idempotency_key,
+            audit=lambda live: self._live_event(ci, live, run, operation=operation, actor=actor),
+            drop_candidate=c.candidate_ref,
         )
         if live.content is not None and live.status in LIVE_STATUSES:
             dense = await self._vector(live.content, live.content_hash)
@@ -460,8 +446,40 @@ class RememberService:
         for replicated in (live.id, superseded):  # then replicas (the superseded copy learns its new status)
             if replicated is not None:
                 await replicate(self.deps, live.tenant_id, replicated)
-        decision, reason = outcome(live)
+        decision, reason = self._live_outcome(ci, live)
         return RememberResult(decision=decision, reason=reason, memory_id=live.id, supersedes=live.supersedes)
+
+    @staticmethod
+    def _live_outcome(ci: CommitInput, live: MemoryRecord) -> tuple[Decision, str]:
+        """ADD or UPDATE, as the committed row says (a bulk import reads it the same way)."""
+        decision = Decision.UPDATE if live.supersedes else Decision.ADD
+        if decision is Decision.ADD and ci.reason == "slot_value_changed":
+            return decision, "accepted"  # the holder went away between the gate and the commit
+        return decision, ci.reason
+
+    def _live_event(
+        self,
+        ci: CommitInput,
+        live: MemoryRecord,
+        run: Run,
+        *,
+        operation: str | None = None,
+        actor: str | None = None,
+    ) -> AuditEventIn:
+        """The audit event of a commit, from the row it left."""
+        decision, reason = self._live_outcome(ci, live)
+        return self._event(
+            ci.candidate,
+            run,
+            operation or ("create" if decision is Decision.ADD else "update"),
+            reason,
+            live.id,
+            actor=actor,
+            hash_after=live.content_hash,
+            supersedes=live.supersedes,
+            decision=decision.value,
+            redacted=sorted(ci.redact),
+        )
 
     async def settle(self, ci: CommitInput, request: SettleRequest, run: Run) -> RememberResult:
         """Confirmed: the pending row goes live (superseding the slot). Declined or timed out: rejected."""

@@ -44,6 +44,7 @@ from memwarden.stores.audit import AuditEventIn, Operation
 from memwarden.stores.cache import invalidation_prefixes, tenant_prefix
 from memwarden.stores.content_keys import destroy_subject_key
 from memwarden.stores.sql import SqlStore
+from memwarden.stores.sql.imports import forget_parked_lines
 from memwarden.stores.sql_models import (
     candidates,
     deletion_members,
@@ -270,7 +271,7 @@ class ForgetStore:
         m = memories.c
         requester = stored_requester(self.store._pseudonyms, tenant_id, requester)
         async with self.store.transaction() as conn:
-            await self._drop_subject_refs(conn, tenant_id, selector, handle_hash)
+            await self._drop_subject_refs(conn, tenant_id, selector, handle_hash, now)
             if isinstance(selector, OwnerSelector) and subject_hash:  # old content hashes now match nothing
                 await destroy_subject_key(conn, tenant_id, subject_hash)
             elif isinstance(selector, TenantSelector):
@@ -363,17 +364,20 @@ class ForgetStore:
         return created, True
 
     async def _drop_subject_refs(
-        self, conn: AsyncConnection, tenant_id: str, selector: object, handle_hash: str | None
+        self, conn: AsyncConnection, tenant_id: str, selector: object, handle_hash: str | None, now: datetime
     ) -> None:
         """An erased subject's parked handles go with the tombstone, so no workflow can resolve them again.
 
         Owner erasure: the handles under that subject's handle hash; offboarding: every handle of the tenant.
+        A bulk import's lines still parked for them go too, each decided `ERROR forgotten`.
         """
         c = candidates.c
         if isinstance(selector, OwnerSelector) and handle_hash:
             pattern = f"{subject_ref_prefix(handle_hash)}%"
+            await forget_parked_lines(conn, tenant_id, handle_hash, now)
         elif isinstance(selector, TenantSelector):
             pattern = f"{SUBJECT_REF_PREFIX}%"
+            await forget_parked_lines(conn, tenant_id, None, now)
         else:
             return
         await conn.execute(sa.delete(candidates).where(c.tenant_id == tenant_id, c.ref.like(pattern)))

@@ -260,6 +260,54 @@ owner_settings = sa.Table(
     sa.Column("updated_at", UTCDateTime(), nullable=False),
 )
 
+imports = sa.Table(
+    "imports",
+    metadata,
+    sa.Column("id", sa.String(), primary_key=True),
+    sa.Column("tenant_id", sa.String(), nullable=False),
+    # The starter as the audit log names them (a keyed hash): who may read the import, no person's id.
+    sa.Column("actor_hash", sa.String(), nullable=False),
+    sa.Column("file_sha256", sa.String(64), nullable=False),
+    sa.Column("total_lines", sa.Integer(), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("workflow_id", sa.String(), nullable=True),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("started_at", UTCDateTime(), nullable=True),
+    sa.Column("completed_at", UTCDateTime(), nullable=True),
+)
+
+import_lines = sa.Table(
+    "import_lines",
+    metadata,
+    # The claim check of one line waiting for ImportWorkflow: its admitted input and content (JSON).
+    # Deleted in the transaction that records the line's outcome.
+    sa.Column("import_id", sa.String(), primary_key=True),
+    sa.Column("line_no", sa.Integer(), primary_key=True),
+    sa.Column("tenant_id", sa.String(), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("payload", sa.Text(), nullable=False),
+    # The owner's handle hash (memwarden.stores.subjects): erasing the owner drops their parked lines.
+    sa.Column("subject_hash", sa.String(64), nullable=True),
+    sa.Index(None, "tenant_id", "subject_hash"),
+)
+
+import_outcomes = sa.Table(
+    "import_outcomes",
+    metadata,
+    # What became of each line, once: codes and ids, never content. The key makes a line applied at most once.
+    sa.Column("import_id", sa.String(), primary_key=True),
+    sa.Column("line_no", sa.Integer(), primary_key=True),
+    sa.Column("decision", sa.String(16), nullable=False),
+    sa.Column("reason", sa.String(64), nullable=False),
+    sa.Column("field", sa.String(128), nullable=True),
+    sa.Column("memory_id", sa.String(), nullable=True),
+    # A PENDING line's sealed CommitInput (ids, codes and a subject handle; no content), so whichever
+    # attempt of a batch committed it, the workflow starts its confirmation window.
+    sa.Column("pending_commit", sa.Text(), nullable=True),
+    sa.Column("at", UTCDateTime(), nullable=False),
+    sa.Index(None, "import_id", "decision", "line_no"),
+)
+
 rollbacks = sa.Table(
     "rollbacks",
     metadata,

@@ -47,7 +47,7 @@ from memwarden.stores.sql import ConcurrencyConflict, SqlStore
 from memwarden.stores.sql_models import metadata
 from tests.conftest import service_url
 
-HEAD_REVISION = "0008_remediation"
+HEAD_REVISION = "0009_imports"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BASE = datetime(2026, 11, 30, 12, 0, 0, 123456, tzinfo=UTC)
 IST = timezone(timedelta(hours=5, minutes=30))

@@ -49,6 +49,7 @@ FINGERPRINTS = Path(__file__).resolve().parent / "fingerprints.json"
 
 LONG_LIVED = (
     "PendingWriteWorkflow",
+    "ImportWorkflow",
     "ForgetWorkflow",
     "RevalidateWorkflow",
     "InvalidateWorkflow",

@@ -659,6 +659,45 @@ async def _retrieve_deadline(client: Client, deps: Deps, tq: str, wid: str) -> o
     return result
 
 
+async def _import(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    """A three-line import parked as the API parks it (two facts, one secret), decided in two batches."""
+    from memwarden.policy.imports import ImportInput
+    from memwarden.stores.sql.imports import ImportRow, ParkedLine
+    from workflows.imports import ImportWorkflow
+
+    import_id = "import-record"
+    now = datetime.now(UTC)
+    await deps.store.create_import(
+        ImportRow(import_id, TENANT, "actor-hash", "0" * 64, 3, "running", wid, now, now, None)
+    )
+    texts = [
+        "The spare bike pump hangs in the garage",
+        "The garden shears live in the shed",
+        "the deploy key is AKIAZ7QXW3SYNTH5EXMP",
+    ]
+    parked = []
+    for n, text in enumerate(texts, start=1):
+        c = remember_input(
+            str(uuid.uuid5(uuid.NAMESPACE_URL, f"import-record-{n}")),
+            text,
+            tenant=TENANT,
+            owner=USER_R.sub,
+            actor=USER_R.actor,
+            type=MemoryType.FACT,
+        ).model_copy(update={"reason": "user_stated_fact", "importance": 0.8})
+        parked.append(ParkedLine(n, "candidate", json.dumps({"input": c.model_dump(mode="json"), "content": text})))
+    await deps.store.park_import_lines(import_id, TENANT, parked, [], now)
+    result = await client.execute_workflow(
+        ImportWorkflow.run,
+        ImportInput(import_id=import_id, tenant_id=TENANT, total_lines=3, batch_size=2),
+        id=wid,
+        task_queue=tq,
+    )
+    if result.counts != {"ADD": 2, "REJECT": 1}:
+        raise RuntimeError(f"recording expected two ADDs and a REJECT, got {result.counts}")
+    return result
+
+
 CASES: tuple[Case, ...] = (
     Case("RememberWorkflow", "gated_add", _remember("pref", expect=Decision.ADD, slot="ui.chart_color")),
     Case(
@@ -717,6 +756,7 @@ CASES: tuple[Case, ...] = (
     Case("PeriodicRevalidationWorkflow", "sweep", _periodic),
     Case("RetrieveWorkflow", "read_deadline", _retrieve_deadline),
     Case("ConversationWorkflow", "extracted", _conversation),
+    Case("ImportWorkflow", "two_batches", _import),
 )
 
 

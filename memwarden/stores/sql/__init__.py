@@ -5,6 +5,7 @@ both dialects. It is composed of one part per concern, each in its own module:
 - `engine`: engines, connections, transactions, migrations; everything SQLite and PostgreSQL differ in;
 - `memories`: memory rows by id, key and slot, the commit that supersedes a slot's holder, status changes;
 - `read_filters`: a `ReadFilter` as one WHERE clause, and the reads that go through it;
+- `imports`: bulk imports, their parked lines and each line's outcome (applied at most once);
 - `claim_checks`: content in flight, parked by reference so workflow history never holds it;
 - `owner_settings`: the per-owner memory switch;
 - `audit_log`: the hash-chained audit log, its signed checkpoints and its verification;
@@ -30,7 +31,8 @@ from memwarden.stores.audit import Pseudonymizer
 from memwarden.stores.content_keys import ContentKeys
 from memwarden.stores.sql.claim_checks import ClaimChecks
 from memwarden.stores.sql.engine import MIGRATIONS_DIR, SqlEngine, create_engine
-from memwarden.stores.sql.memories import ConcurrencyConflict, MemoryRows, _mark_superseded
+from memwarden.stores.sql.imports import ImportRows
+from memwarden.stores.sql.memories import ConcurrencyConflict, _mark_superseded
 from memwarden.stores.sql.owner_settings import OwnerSettings
 from memwarden.stores.sql.read_filters import EligibleMeta, FilteredReads, by_ids_statement, read_filter_clause
 from memwarden.stores.sql.rows import _record_to_row, _row_to_record, _select_memory, live_slot_key, slot_key
@@ -52,7 +54,7 @@ __all__ = [
 ]
 
 
-class SqlStore(MemoryRows, FilteredReads, ClaimChecks, OwnerSettings):
+class SqlStore(ImportRows, FilteredReads, ClaimChecks, OwnerSettings):
     """Async repository over the durable store; open with `SqlStore.open(url)`, then `migrate()`.
 
     Its parts share one engine and one set of transactions: a method of one part may append an audit

@@ -129,52 +129,67 @@ class MemoryRows(AuditLog):
         the slot and the older one stays as history.
         """
         assert record.status in LIVE_STATUSES, "commit_live makes a record live"
-        m = memories.c
         try:
             async with self._write() as conn:
-                existing = await _select_by_id_or_key(conn, record.tenant_id, record.id, idempotency_key)
-                if existing is not None and existing.status is not Status.PENDING:
-                    if drop_candidate is not None:
-                        await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
-                    return existing, existing.supersedes
-                superseded: str | None = None
-                key = live_slot_key(record)
-                if key is not None:
-                    query = Q.SLOT_HOLDER_FOR_UPDATE if self.dialect == "postgresql" else Q.SLOT_HOLDER
-                    params = {"tenant_id": record.tenant_id, "owner_id": record.owner_id, "live_slot": key}
-                    holder_row = (await conn.execute(query, params)).mappings().first()
-                    if holder_row is not None and holder_row["id"] != record.id:
-                        holder = _row_to_record(holder_row)
-                        check_transition(holder.status, Status.SUPERSEDED)
-                        if not await _mark_superseded(conn, holder, by=record.id, at=record.updated_at):
-                            raise ConcurrencyConflict(holder.id, holder.version, None)
-                        superseded = holder.id
-                live = record.model_copy(update={"supersedes": superseded})
-                if existing is not None:  # a pending write, confirmed
-                    check_transition(existing.status, live.status)
-                    values = _record_to_row(live)
-                    values["version"] = existing.version + 1
-                    for column in ("id", "tenant_id", "created_at", "idempotency_key", "derived_from"):
-                        values.pop(column, None)
-                    await conn.execute(
-                        sa.update(memories).where(m.id == existing.id, m.version == existing.version).values(**values)
-                    )
-                    stored = await _select_memory(conn, record.tenant_id, record.id)
-                else:
-                    values = _record_to_row(live)
-                    values["idempotency_key"] = idempotency_key
-                    values["derived_from"] = list(derived_from) if derived_from is not None else None
-                    row = (await conn.execute(Q.INSERT_MEMORY, values)).mappings()
-                    stored = _row_to_record(row.one())
-                assert stored is not None
-                if audit is not None:
+                stored, superseded, fresh = await self._commit_live_in(
+                    conn, record, idempotency_key=idempotency_key, derived_from=derived_from
+                )
+                if fresh and audit is not None:
                     await self._append_audit(conn, audit(stored))
                 if drop_candidate is not None:
                     await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
         except IntegrityError as exc:
             raise ConcurrencyConflict(record.id, None, None) from exc
-        assert stored is not None
         return stored, superseded
+
+    async def _commit_live_in(
+        self,
+        conn: AsyncConnection,
+        record: MemoryRecord,
+        *,
+        idempotency_key: str | None,
+        derived_from: list[str] | None = None,
+    ) -> tuple[MemoryRecord, str | None, bool]:
+        """`commit_live`'s effect inside a transaction the caller holds (a bulk import commits many in one).
+
+        Returns (the live row, the id it superseded, whether this call made it live: False when the record
+        was already committed and is returned as it is). An `IntegrityError` is the caller's to map.
+        """
+        m = memories.c
+        existing = await _select_by_id_or_key(conn, record.tenant_id, record.id, idempotency_key)
+        if existing is not None and existing.status is not Status.PENDING:
+            return existing, existing.supersedes, False
+        superseded: str | None = None
+        key = live_slot_key(record)
+        if key is not None:
+            query = Q.SLOT_HOLDER_FOR_UPDATE if self.dialect == "postgresql" else Q.SLOT_HOLDER
+            params = {"tenant_id": record.tenant_id, "owner_id": record.owner_id, "live_slot": key}
+            holder_row = (await conn.execute(query, params)).mappings().first()
+            if holder_row is not None and holder_row["id"] != record.id:
+                holder = _row_to_record(holder_row)
+                check_transition(holder.status, Status.SUPERSEDED)
+                if not await _mark_superseded(conn, holder, by=record.id, at=record.updated_at):
+                    raise ConcurrencyConflict(holder.id, holder.version, None)
+                superseded = holder.id
+        live = record.model_copy(update={"supersedes": superseded})
+        if existing is not None:  # a pending write, confirmed
+            check_transition(existing.status, live.status)
+            values = _record_to_row(live)
+            values["version"] = existing.version + 1
+            for column in ("id", "tenant_id", "created_at", "idempotency_key", "derived_from"):
+                values.pop(column, None)
+            await conn.execute(
+                sa.update(memories).where(m.id == existing.id, m.version == existing.version).values(**values)
+            )
+            stored = await _select_memory(conn, record.tenant_id, record.id)
+        else:
+            values = _record_to_row(live)
+            values["idempotency_key"] = idempotency_key
+            values["derived_from"] = list(derived_from) if derived_from is not None else None
+            row = (await conn.execute(Q.INSERT_MEMORY, values)).mappings()
+            stored = _row_to_record(row.one())
+        assert stored is not None
+        return stored, superseded, True
 
     async def reject_pending(
         self,
@@ -216,23 +231,28 @@ class MemoryRows(AuditLog):
     ) -> MemoryRecord:
         """Store a write awaiting confirmation as `pending`, its audit event, and drop the claim check: one
         transaction. Idempotent: a row already stored under this id (or key) is kept as it is."""
+        async with self._write() as conn:
+            stored = await self._stage_pending_in(conn, record, idempotency_key=idempotency_key)
+            await self._append_audit(conn, audit(stored))
+            await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
+        return stored
+
+    async def _stage_pending_in(
+        self, conn: AsyncConnection, record: MemoryRecord, *, idempotency_key: str | None
+    ) -> MemoryRecord:
+        """`stage_pending`'s row inside a transaction the caller holds; a row already stored is kept as it is."""
         assert record.status is Status.PENDING
         values = _record_to_row(record)
         values["idempotency_key"] = idempotency_key
         values["derived_from"] = None
         stmt = self._insert(memories).values(**values).on_conflict_do_nothing().returning(*memories.c)
-        async with self._write() as conn:
-            inserted = (await conn.execute(stmt)).mappings().first()
-            if inserted is not None:
-                stored = _row_to_record(inserted)
-            else:
-                found = await _select_by_id_or_key(conn, record.tenant_id, record.id, idempotency_key)
-                if found is None:
-                    raise ValueError(f"memory id {record.id} is taken in another tenant")
-                stored = found
-            await self._append_audit(conn, audit(stored))
-            await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
-        return stored
+        inserted = (await conn.execute(stmt)).mappings().first()
+        if inserted is not None:
+            return _row_to_record(inserted)
+        found = await _select_by_id_or_key(conn, record.tenant_id, record.id, idempotency_key)
+        if found is None:
+            raise ValueError(f"memory id {record.id} is taken in another tenant")
+        return found
 
     async def record_decision(self, event: AuditEventIn, *, drop_candidate: str) -> None:
         """A decision that stores nothing (REJECT, NOOP): its audit event and the claim check dropped, at once,

@@ -1,0 +1,61 @@
+"""Bulk import's activity: the Temporal adapter of `memwarden.services.imports.ImportService.batch`.
+
+It heartbeats while a batch runs (so a killed worker's batch is retried elsewhere after the heartbeat
+timeout), passes its run for the audit ids, and turns `ImportGone` into the non-retryable
+`ApplicationError` of the same type name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.remember import RememberActivities
+from activities.run import current_run
+from memwarden.errors import ImportGone
+from memwarden.policy.imports import ImportBatch, ImportBatchResult
+from memwarden.services.deps import Deps
+from memwarden.services.imports import ImportService
+from memwarden.temporal.names import IMPORT_BATCH
+
+HEARTBEAT_EVERY_S = 2.0
+
+
+@asynccontextmanager
+async def heartbeating(every: float = HEARTBEAT_EVERY_S) -> AsyncIterator[None]:
+    """Heartbeat while a batch runs, so a killed worker's batch is retried after the heartbeat timeout."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(every)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
+class ImportActivities:
+    """Bound to one worker's Deps and its RememberActivities' service (the gate's code and vector cache)."""
+
+    def __init__(self, deps: Deps, remember: RememberActivities) -> None:
+        self.deps = deps
+        self.service = ImportService(deps, remember.service)
+
+    @activity.defn(name=IMPORT_BATCH)
+    async def import_batch(self, job: ImportBatch) -> ImportBatchResult:
+        """Decide and commit up to `job.limit` parked lines from `job.position` (`ImportService.batch`)."""
+        async with heartbeating():
+            try:
+                return await self.service.batch(job, current_run(self.deps))
+            except ImportGone as gone:
+                raise ApplicationError(str(gone), type=type(gone).__name__, non_retryable=True) from None
+
+    def all(self) -> list[object]:
+        return [self.import_batch]
