@@ -27,8 +27,8 @@ from memwarden.policy.imports import (
     ImportResult,
     add_counts,
 )
-from memwarden.temporal.names import IMPORT_BATCH
-from workflows.pending import PendingWriteWorkflow, pending_workflow_id
+from memwarden.temporal.names import IMPORT_BATCH, pending_workflow_id
+from workflows.pending import PendingWriteWorkflow
 
 BATCH_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=500),
