@@ -17,6 +17,7 @@ import asyncio
 import uuid
 from collections import OrderedDict
 from datetime import datetime, timedelta
+from typing import Any
 
 from memwarden import detect
 from memwarden.errors import CandidateGone
@@ -59,7 +60,7 @@ from memwarden.services.replicas import replicate
 from memwarden.services.run import Run
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
-from memwarden.stores.subjects import resolve_handle
+from memwarden.stores.subjects import handle_ids, is_handle, resolve_handle
 from memwarden.stores.vectors import index_point
 
 VECTOR_CACHE_SIZE = 512
@@ -171,7 +172,20 @@ class RememberService:
         """
         if c.subject_ref is None:
             return c
-        ids = await resolve_handle(self.deps.store, c.subject_ref)
+        return await self._hydrate_from(c, await resolve_handle(self.deps.store, c.subject_ref))
+
+    async def _parked(self, c: RememberInput) -> tuple[RememberInput, str | None]:
+        """`_hydrate`, and the parked content (None once an earlier attempt's effect dropped it), read
+        in one statement: the content's embedding can start before anything else is read."""
+        refs = [r for r in (c.subject_ref, c.candidate_ref) if r is not None]
+        parked = await self.deps.store.get_candidates(refs)
+        if c.subject_ref is not None:
+            ids = handle_ids(parked.get(c.subject_ref)) if is_handle(c.subject_ref) else None
+            c = await self._hydrate_from(c, ids)
+        return c, parked.get(c.candidate_ref)
+
+    async def _hydrate_from(self, c: RememberInput, ids: dict[str, Any] | None) -> RememberInput:
+        """The input with the ids its handle held (`ids`), or, with the handle gone, the stored row's."""
         if ids is None:
             row = await self.deps.store.get_memory(c.tenant_id, c.memory_id)
             if row is None:
@@ -206,6 +220,7 @@ class RememberService:
         enabled: bool,
         quarantined: bool,
         screening: Screening | None = None,
+        embedding: asyncio.Future[list[list[float]]] | None = None,
     ) -> tuple[Screened, str]:
         """Screening proper: detector codes, then (unless already rejected) the nearest live memory and the
         slot's holder. Returns what the gate decides on and the text that would be stored (redacted).
@@ -218,8 +233,11 @@ class RememberService:
         # most candidates are embedded as they are. The vector of a candidate that is then rejected or
         # redacted is dropped unused: it is never compared, cached or stored.
         # A bulk import embedded its whole batch in one call beforehand: the cached vector is the same one.
+        # `embedding`: the caller started it already (Remember, before its screening reads).
         ready = self._vectors.get(content_hash(content))
-        speculative = asyncio.ensure_future(self._embed([content])) if ready is None else None
+        speculative = embedding
+        if speculative is None and ready is None:
+            speculative = asyncio.ensure_future(self._embed([content]))
         try:
             if screening is None:  # a bulk import screened its whole batch in one worker thread already
                 screening = prescreened(c, content) or await detect.screen_async(
@@ -279,14 +297,32 @@ class RememberService:
         means nothing happened yet. A retry that finds it gone answers from what the effect left: the row
         (committed or pending) or the decision's audit event (REJECT, NOOP).
         """
-        c = await self._hydrate(c)
-        ref = c.source_ref
-        enabled, content, quarantined = await self.deps.store.screen_inputs(
-            c.tenant_id, c.owner_id, c.candidate_ref, (ref.system, ref.key) if ref is not None else None
-        )
-        if content is None:
+        c, parked = await self._parked(c)
+        if parked is None:
             return await self._remembered_before(c, run)
-        screened, _ = await self._screen(c, policy, content, enabled=enabled, quarantined=quarantined)
+        # The embedding (onnxruntime, off the GIL) starts now, beside the reads below, on the other core.
+        embedding = None
+        if self._vectors.get(content_hash(parked)) is None:
+            embedding = asyncio.ensure_future(self._embed([parked]))
+        try:
+            ref = c.source_ref
+            enabled, content, quarantined = await self.deps.store.screen_inputs(
+                c.tenant_id, c.owner_id, c.candidate_ref, (ref.system, ref.key) if ref is not None else None
+            )
+            if content is None:
+                return await self._remembered_before(c, run)
+            # Re-parked meanwhile (the same ref, other text)? Then `_screen` embeds the text it screens.
+            screened, _ = await self._screen(
+                c,
+                policy,
+                content,
+                enabled=enabled,
+                quarantined=quarantined,
+                embedding=embedding if content == parked else None,
+            )
+        finally:
+            if embedding is not None and not embedding.done():
+                embedding.cancel()
         decision = decide(screened.gate_input(c), screened.lookup, policy)
         if decision.decision in (Decision.REJECT, Decision.NOOP):
             result = RememberResult(

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -118,28 +118,36 @@ class ContentKeys:
             found = await conn.scalar(sa.select(k.key).where(k.tenant_id == tenant_id, k.subject_hash == subject))
         return keyed_hash(bytes(found), digest) if found is not None else None
 
-    async def seal(self, conn: AsyncConnection, events: Sequence[AuditEventIn]) -> list[AuditEventIn]:
-        """The events with every content hash keyed under its memory owner's key (or dropped, if none can be)."""
+    async def seal(
+        self, conn: AsyncConnection, events: Sequence[AuditEventIn], owners: Mapping[str, str] | None = None
+    ) -> list[AuditEventIn]:
+        """The events with every content hash keyed under its memory owner's key (or dropped, if none can be).
+
+        `owners`: memory id -> owner, for memories the caller holds in this transaction (the row it just
+        wrote), so they are not read back."""
         if not any(_has_hashes(e) for e in events):
             return list(events)
         if self._pseudonyms is None:
             return [_stripped(e) if _has_hashes(e) else e for e in events]
-        owners: dict[tuple[str, str], str] = {}
+        known = owners or {}
+        owners_of: dict[tuple[str, str], str] = {
+            (e.tenant_id, e.memory_id): known[e.memory_id] for e in events if e.memory_id in known
+        }
         unnamed = {(e.tenant_id, e.memory_id) for e in events if _has_hashes(e) and e.memory_id}
-        unnamed = {pair for pair in unnamed if pair[1] is not None}
+        unnamed = {pair for pair in unnamed if pair[1] is not None and pair not in owners_of}
         if unnamed:
             m = memories.c
             for tenant_id in {t for t, _ in unnamed}:
                 ids = [i for t, i in unnamed if t == tenant_id]
                 rows = await conn.execute(sa.select(m.id, m.owner_id).where(m.tenant_id == tenant_id, m.id.in_(ids)))
-                owners.update({(tenant_id, i): o for i, o in rows})
+                owners_of.update({(tenant_id, i): o for i, o in rows})
         keys: dict[tuple[str, str], bytes] = {}
         sealed: list[AuditEventIn] = []
         for event in events:
             if not _has_hashes(event):
                 sealed.append(event)
                 continue
-            owner = owners.get((event.tenant_id, event.memory_id or "")) or _namespace_owner(event.namespace)
+            owner = owners_of.get((event.tenant_id, event.memory_id or "")) or _namespace_owner(event.namespace)
             if owner is None:
                 sealed.append(_stripped(event))
                 continue

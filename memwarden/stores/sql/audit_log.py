@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memwarden.audit_signing import Checkpoint, CheckpointSigner, CheckpointVerifier
+from memwarden.records import MemoryRecord
 from memwarden.stores.audit import (
     GENESIS_HASH,
     AuditEvent,
@@ -70,9 +71,13 @@ class AuditLog(SqlEngine):
             await self._append_audit(conn, event)
         return event.id
 
-    async def _append_audit(self, conn: AsyncConnection, event: AuditEventIn) -> None:
-        """`append_audit` inside a transaction the caller holds (so a change and its event land together)."""
-        [event] = await self.content_keys.seal(conn, [event])
+    async def _append_audit(
+        self, conn: AsyncConnection, event: AuditEventIn, *, row: MemoryRecord | None = None
+    ) -> None:
+        """`append_audit` inside a transaction the caller holds (so a change and its event land together).
+
+        `row`: the memory the caller wrote in this transaction, whose owner keys the event's content hashes."""
+        [event] = await self.content_keys.seal(conn, [event], None if row is None else {row.id: row.owner_id})
         if self._pseudonyms is not None:
             event = self._pseudonyms.event(event)
         await self._lock_audit(conn)

@@ -135,7 +135,7 @@ class MemoryRows(AuditLog):
                     conn, record, idempotency_key=idempotency_key, derived_from=derived_from
                 )
                 if fresh and audit is not None:
-                    await self._append_audit(conn, audit(stored))
+                    await self._append_audit(conn, audit(stored), row=stored)
                 if drop_candidate is not None:
                     await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
         except IntegrityError as exc:
@@ -218,7 +218,7 @@ class MemoryRows(AuditLog):
             rejected = await _select_memory(conn, tenant_id, memory_id)
             assert rejected is not None
             if audit is not None:
-                await self._append_audit(conn, audit(rejected))
+                await self._append_audit(conn, audit(rejected), row=rejected)
             return rejected
 
     async def stage_pending(
@@ -233,7 +233,7 @@ class MemoryRows(AuditLog):
         transaction. Idempotent: a row already stored under this id (or key) is kept as it is."""
         async with self._write() as conn:
             stored = await self._stage_pending_in(conn, record, idempotency_key=idempotency_key)
-            await self._append_audit(conn, audit(stored))
+            await self._append_audit(conn, audit(stored), row=stored)
             await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
         return stored
 
