@@ -35,9 +35,8 @@ from memwarden.policy.imports import (
     add_counts,
 )
 from memwarden.records import ConversationResult
-from memwarden.temporal.names import IMPORT_BATCH, IMPORT_CONVERSATION_LINE
-from workflows.conversation import ConversationWorkflow
-from workflows.pending import PendingWriteWorkflow, pending_workflow_id
+from memwarden.temporal.names import CONVERSATION_WORKFLOW, IMPORT_BATCH, IMPORT_CONVERSATION_LINE, pending_workflow_id
+from workflows.pending import PendingWriteWorkflow
 
 BATCH_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=500),
@@ -107,7 +106,7 @@ class ImportWorkflow:
         for _ in range(BUSY_ATTEMPTS):
             try:
                 result = await workflow.execute_child_workflow(
-                    ConversationWorkflow.run,
+                    CONVERSATION_WORKFLOW,  # by name: importing workflows.conversation would cost every run's sandbox
                     args=[line.request, job.policy],
                     id=line.workflow_id,
                     result_type=ConversationResult,

@@ -20,11 +20,6 @@ from memwarden.temporal.names import SETTLE_PENDING
 SETTLE_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10))
 
 
-def pending_workflow_id(memory_id: str) -> str:
-    """Where confirm and decline are sent for one staged memory."""
-    return f"pending-{memory_id}"
-
-
 @workflow.defn(name="PendingWriteWorkflow")
 class PendingWriteWorkflow:
     def __init__(self) -> None:

@@ -21,8 +21,7 @@ from temporalio.workflow import ParentClosePolicy
 
 from memwarden.policy.gate import DEFAULT_POLICY, GatePolicy, Remembered, commit_input
 from memwarden.records import Decision, PendingWrite, RememberInput, RememberResult
-from memwarden.temporal.names import REMEMBER_CANDIDATE
-from workflows.pending import PendingWriteWorkflow, pending_workflow_id
+from memwarden.temporal.names import PENDING_WRITE_WORKFLOW, REMEMBER_CANDIDATE, pending_workflow_id
 
 # Bounded by attempts as well as by schedule-to-close: a local activity's deadline is measured on the
 # worker's clock, attempts are not, so the bound holds under time skipping too (~3 min of backoff).
@@ -55,8 +54,9 @@ class RememberWorkflow:
             local_retry_threshold=timedelta(seconds=1),
         )
         if done.decision.decision is Decision.PENDING:
+            # By name: importing workflows.pending would make the sandbox re-import it on every write.
             await workflow.start_child_workflow(
-                PendingWriteWorkflow.run,
+                PENDING_WRITE_WORKFLOW,
                 PendingWrite(
                     commit=commit_input(candidate, done.decision),
                     window_seconds=policy.confirmation_window_seconds,

@@ -15,13 +15,35 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.workflow import ParentClosePolicy
 
-from memwarden.records import RetrieveInput, RetrieveResult
-from memwarden.temporal.names import SEARCH_MEMORIES
-from workflows.revalidate import start_background_revalidation
+from memwarden.records import RetrieveInput, RetrieveResult, RevalidateInput
+from memwarden.temporal.names import REVALIDATE_WORKFLOW, SEARCH_MEMORIES, revalidate_workflow_id
 
 SEARCH_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=100))
+
+
+async def start_background_revalidation(request: RevalidateInput) -> bool:
+    """Start one RevalidateWorkflow as an abandoned child, so it outlives the read that started it.
+
+    By name, not by class: importing `workflows.revalidate` here would make the sandbox re-import its
+    three workflow definitions on every search. Waits until the child has started (the parent may close
+    right after). False when one already runs for that memory: concurrent reads that all missed the
+    deadline share it.
+    """
+    try:
+        await workflow.start_child_workflow(
+            REVALIDATE_WORKFLOW,
+            request,
+            id=revalidate_workflow_id(request.memory_id),
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+            parent_close_policy=ParentClosePolicy.ABANDON,
+        )
+    except WorkflowAlreadyStartedError:
+        return False
+    return True
 
 
 @workflow.defn(name="RetrieveWorkflow")

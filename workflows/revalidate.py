@@ -19,9 +19,7 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.workflow import ParentClosePolicy
+from temporalio.common import RetryPolicy
 
 from memwarden.records import (
     InvalidateInput,
@@ -44,11 +42,6 @@ SOURCE_EVENT_SIGNAL = "source_event"
 EVENTS_BEFORE_CONTINUE = 500
 
 
-def revalidate_workflow_id(memory_id: str) -> str:
-    """One background revalidation per memory at a time: concurrent reads that all missed the deadline share it."""
-    return f"revalidate-{memory_id}"
-
-
 @workflow.defn(name="RevalidateWorkflow")
 class RevalidateWorkflow:
     @workflow.run
@@ -68,25 +61,6 @@ class RevalidateWorkflow:
             await workflow.sleep(timedelta(seconds=delay))
             delay = min(delay * 2, MAX_RETRY_SECONDS)
             attempt += 1
-
-
-async def start_background_revalidation(request: RevalidateInput) -> bool:
-    """Start one RevalidateWorkflow as an abandoned child, so it outlives the workflow that started it.
-
-    Waits until the child has started (the parent may close right after). False when one already runs
-    for that memory: concurrent reads that all missed the deadline share it.
-    """
-    try:
-        await workflow.start_child_workflow(
-            RevalidateWorkflow.run,
-            request,
-            id=revalidate_workflow_id(request.memory_id),
-            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-            parent_close_policy=ParentClosePolicy.ABANDON,
-        )
-    except WorkflowAlreadyStartedError:
-        return False
-    return True
 
 
 @workflow.defn(name="InvalidateWorkflow")

@@ -47,7 +47,8 @@ from memwarden.stores.audit import is_pseudonym
 from memwarden.stores.sources import SourceRegistry
 from memwarden.stores.subjects import handle_row, new_handle
 from memwarden.telemetry import CREATE_MEMORY
-from workflows.pending import PendingWriteWorkflow, pending_workflow_id
+from memwarden.temporal.names import pending_workflow_id
+from workflows.pending import PendingWriteWorkflow
 from workflows.remember import RememberWorkflow
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])

@@ -24,7 +24,7 @@ from memwarden.services.deps import Deps
 from memwarden.services.revalidate import RevalidateService
 from memwarden.services.run import Run
 from memwarden.stores.sql import EligibleMeta
-from memwarden.stores.subjects import resolve_handle
+from memwarden.stores.subjects import handle_ids, is_handle
 
 CANDIDATE_FACTOR = 4
 MIN_CANDIDATES = 100
@@ -63,13 +63,9 @@ class RetrieveService:
         """
         if request.k < 1:
             raise ValueError("k must be >= 1")
-        if request.subject_ref is not None:
-            # The real read filter waits under the subject handle (history holds one without clauses).
-            ids = await resolve_handle(self.deps.store, request.subject_ref)
-            if ids is None:
-                raise CandidateGone(request.subject_ref)
-            request = request.model_copy(update={"read_filter": ReadFilter.model_validate(ids["read_filter"])})
-        gathered = await self._gather_for(*await self._query(request), request.read_filter, request.k)
+        query, request = await self._parked(request)
+        [dense] = await self._embed([query])
+        gathered = await self._gather_for(query, dense, request.read_filter, request.k)
         now = self.deps.clock()
         ranked, meta = gathered.ranked, gathered.meta
         hits: list[Hit] = []
@@ -89,16 +85,23 @@ class RetrieveService:
         # sources within each source's timeout; spare hits replace any that drop out.
         return await self.revalidator.at_read(request, hits, withheld, spare, meta, now, run)
 
-    async def _query(self, request: RetrieveInput) -> tuple[str, list[float]]:
-        """The query (from its claim check, the API parked it before starting the workflow) and its vector."""
+    async def _parked(self, request: RetrieveInput) -> tuple[str, RetrieveInput]:
+        """The query (the API parked it before starting the workflow) and the request with its real read
+        filter (which waits under the subject handle: history holds one without clauses), read in one
+        statement."""
+        refs = [r for r in (request.query_ref, request.subject_ref) if r is not None]
+        parked = await self.deps.store.get_candidates(refs) if refs else {}
+        if request.subject_ref is not None:
+            ids = handle_ids(parked.get(request.subject_ref)) if is_handle(request.subject_ref) else None
+            if ids is None:
+                raise CandidateGone(request.subject_ref)
+            request = request.model_copy(update={"read_filter": ReadFilter.model_validate(ids["read_filter"])})
         query = request.query
         if request.query_ref is not None:
-            parked = await self.deps.store.get_candidate(request.query_ref)
-            if parked is None:
+            query = parked.get(request.query_ref)
+            if query is None:
                 raise CandidateGone(request.query_ref)
-            query = parked
-        [dense] = await self._embed([query or ""])
-        return query or "", dense
+        return query or "", request
 
     async def _gather_for(self, query: str, dense: list[float], read_filter: ReadFilter, k: int) -> Gathered:
         """Both retrievers under the read filter, the store's re-check of every candidate, then ranking."""

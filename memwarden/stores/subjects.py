@@ -30,11 +30,19 @@ def handle_row(ref: str, tenant_id: str, ids: dict[str, Any], expires_at: dateti
     return ref, tenant_id, json.dumps(ids, separators=(",", ":"), sort_keys=True), expires_at
 
 
+def is_handle(ref: str) -> bool:
+    return ref.startswith(SUBJECT_REF_PREFIX)
+
+
 async def resolve_handle(store: SqlStore, ref: str) -> dict[str, Any] | None:
     """The ids parked under a handle; None when it is gone (expired, or its person was erased)."""
-    if not ref.startswith(SUBJECT_REF_PREFIX):
+    if not is_handle(ref):
         return None
-    raw = await store.get_candidate(ref)
+    return handle_ids(await store.get_candidate(ref))
+
+
+def handle_ids(raw: str | None) -> dict[str, Any] | None:
+    """The ids of a handle's parked row (read by the caller, with other claim checks in one statement)."""
     if raw is None:
         return None
     body = json.loads(raw)

@@ -35,3 +35,20 @@ EXTRACT_CONVERSATION = "extract_conversation"
 """Reads a parked conversation, runs the extractor, parks each candidate: returns sealed RememberInputs."""
 CONSOLIDATE_SESSION = "consolidate_session"
 RELEASE_CONVERSATION = "release_conversation"
+
+
+# Workflows a workflow starts as children, by name: the parent's module then need not import the child's,
+# and the sandbox, which re-imports a workflow's modules for every run, pays for the parent's module alone.
+REVALIDATE_WORKFLOW = "RevalidateWorkflow"
+PENDING_WRITE_WORKFLOW = "PendingWriteWorkflow"
+CONVERSATION_WORKFLOW = "ConversationWorkflow"
+
+
+def revalidate_workflow_id(memory_id: str) -> str:
+    """One background revalidation per memory at a time: concurrent reads that all missed the deadline share it."""
+    return f"revalidate-{memory_id}"
+
+
+def pending_workflow_id(memory_id: str) -> str:
+    """Where confirm and decline are sent for one staged memory."""
+    return f"pending-{memory_id}"

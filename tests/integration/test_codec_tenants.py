@@ -25,8 +25,9 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from memwarden.records import SettleAction, SettleRequest, Status
 from memwarden.temporal.codec import ENCODING, TENANT_METADATA, WORKFLOW_METADATA, AesGcmCodec, CodecError
 from memwarden.temporal.converter import data_converter
+from memwarden.temporal.names import pending_workflow_id
 from tests.integration.api_stack import MEMORY, Api, assert_problem
-from workflows.pending import PendingWriteWorkflow, pending_workflow_id
+from workflows.pending import PendingWriteWorkflow
 
 
 def tenant() -> str:

@@ -19,10 +19,10 @@ from temporalio.client import Client
 
 from memwarden.client import MemwardenClient, MemwardenError
 from memwarden.records import Provenance, Status
+from memwarden.temporal.names import pending_workflow_id
 from tests.forget_support import wait_verified
 from tests.integration.api_stack import Api, assert_problem, embedded_api
 from tests.source_server import sources_toml
-from workflows.pending import pending_workflow_id
 
 PREF = {"type": "preference", "source_kind": "user", "reason": "user_explicit_preference", "importance": 0.8}
 WINDOW = "Alice prefers window seats on long flights"

@@ -42,10 +42,11 @@ from memwarden.records import (
 )
 from memwarden.services.deps import Deps
 from memwarden.stores.vectors import index_point
+from memwarden.temporal.names import revalidate_workflow_id
 from tests.integration.api_stack import assert_problem
 from tests.source_server import SourceServer, sources_toml
 from tests.stack_support import embedded_stack
-from workflows.revalidate import CHECK_RETRY, revalidate_workflow_id
+from workflows.revalidate import CHECK_RETRY
 
 PROGRAMS_TIMEOUT_MS = 300
 

@@ -698,6 +698,18 @@ async def test_candidates_put_get_delete(store: SqlStore) -> None:
     assert await scalar(store, "SELECT count(*) FROM candidates WHERE ref = :r", r=stale_ref) == 0
 
 
+async def test_several_candidates_are_read_in_one_statement_live_ones_only(store: SqlStore) -> None:
+    """A search reads its parked query and its subject handle together: what is there and not expired."""
+    t = tenant()
+    soon, past = datetime.now(UTC) + timedelta(hours=1), datetime.now(UTC) - timedelta(seconds=1)
+    query, handle, stale, absent = (str(uuid.uuid4()) for _ in range(4))
+    await store.put_candidates([(query, t, "what tea", soon), (handle, t, '{"a":1}', soon), (stale, t, "old", past)])
+    assert await store.get_candidates([query, handle, stale, absent]) == {query: "what tea", handle: '{"a":1}'}
+    assert await store.get_candidates([absent]) == {}
+    await store.delete_candidate(query)
+    assert await store.get_candidates([query, handle]) == {handle: '{"a":1}'}
+
+
 # -- audit -----------------------------------------------------------------------------------
 
 

@@ -86,6 +86,36 @@ async def test_single_statement_reads_open_no_transaction_and_writes_still_do(tm
         await store.close()
 
 
+async def test_a_committed_write_returns_its_connection_without_another_rollback(tmp_path: Path) -> None:
+    """The pool's reset is ours (`_sqlite_on_reset`): after a commit there is nothing to end, so no
+    ROLLBACK goes through aiosqlite's thread (the pool's default reset would send one for every
+    connection returned); a connection returned inside a transaction is still ended."""
+    store = await _store(tmp_path / "reset.db")
+    rollbacks = 0
+    async with store.transaction() as conn:  # the one pooled connection, its rollbacks counted
+        driver = conn.sync_connection.connection.driver_connection  # type: ignore[union-attr]
+        await conn.execute(sa.text("SELECT 1"))
+    real_rollback = driver.rollback
+
+    async def counted() -> None:
+        nonlocal rollbacks
+        rollbacks += 1
+        await real_rollback()
+
+    driver.rollback = counted
+    try:
+        await store.put_settings("t-1", "o-1", False, datetime.now(UTC))
+        await store.put_settings("t-1", "o-2", True, datetime.now(UTC))
+        assert rollbacks == 0
+        async with store._read() as conn:  # a read of several statements holds a snapshot: BEGIN
+            await conn.execute(sa.text("SELECT 1"))
+            assert driver.in_transaction
+        assert rollbacks == 1 and not driver.in_transaction
+        assert await store.get_settings("t-1", "o-1") is False
+    finally:
+        await store.close()
+
+
 async def test_no_log_record_carries_a_parameter_even_at_debug(tmp_path: Path) -> None:
     """aiosqlite logs each call with its arguments at DEBUG: the store keeps those records from existing,
     so a root logger at DEBUG (an operator chasing a bug) still never sees what was written."""

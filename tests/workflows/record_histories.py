@@ -81,12 +81,12 @@ from memwarden.stores.sql.imports import ImportRow, ParkedLine
 from memwarden.stores.summaries import park_summary_request
 from memwarden.temporal.codec import ENCODING
 from memwarden.temporal.converter import data_converter
+from memwarden.temporal.names import pending_workflow_id, revalidate_workflow_id
 from stack.devserver import DevServer, free_port
 from tests.source_server import SourceServer, sources_toml
 from tests.workflows.fingerprints import patch_ids
 from worker.runtime import build_worker, open_deps
 from workflows.imports import ImportWorkflow
-from workflows.pending import pending_workflow_id
 from workflows.registry import (
     ALL_WORKFLOWS,
     ConversationWorkflow,
@@ -105,7 +105,6 @@ from workflows.revalidate import (
     InvalidateWorkflow,
     PeriodicRevalidationWorkflow,
     RevalidateWorkflow,
-    revalidate_workflow_id,
 )
 
 HISTORIES_DIR = Path(__file__).resolve().parent / "histories"

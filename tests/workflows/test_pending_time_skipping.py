@@ -22,10 +22,11 @@ from memwarden.policy.gate import GatePolicy
 from memwarden.records import Decision, MemoryType, RememberResult, SettleAction, SettleRequest, Status
 from memwarden.services.deps import Deps
 from memwarden.temporal.converter import data_converter
+from memwarden.temporal.names import pending_workflow_id
 from tests.workflows.record_histories import park, remember_input, settings_for
 from tests.workflows.test_remember_time_skipping import test_server_path
 from worker.runtime import build_worker, open_deps
-from workflows.pending import PendingWriteWorkflow, pending_workflow_id
+from workflows.pending import PendingWriteWorkflow
 from workflows.remember import RememberWorkflow
 
 DAY = timedelta(hours=24)

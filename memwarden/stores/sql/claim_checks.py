@@ -48,6 +48,14 @@ class ClaimChecks(SqlEngine):
         async with self._read(single_statement=True) as conn:
             return await conn.scalar(Q.CANDIDATE_CONTENT, {"ref": ref, "now": _utcnow()})
 
+    async def get_candidates(self, refs: Sequence[str]) -> dict[str, str]:
+        """`get_candidate` for several refs in one statement (a search's query and its subject handle):
+        the refs found and not expired, with their content."""
+        c = candidates.c
+        stmt = sa.select(c.ref, c.content).where(c.ref.in_(list(refs)), c.expires_at > _utcnow())
+        async with self._read(single_statement=True) as conn:
+            return {ref: content for ref, content in await conn.execute(stmt)}
+
     async def delete_candidate(self, ref: str) -> None:
         """Drop parked content once it is committed or rejected (idempotent)."""
         async with self._write() as conn:

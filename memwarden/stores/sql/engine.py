@@ -65,9 +65,12 @@ async def create_engine(url: str, *, schema: str | None = None) -> AsyncEngine:
         if database in ("", ":memory:") or database.startswith("file:"):
             raise ValueError("SQLite needs a file path (in-memory databases are per-connection)")
         await asyncio.to_thread(_ensure_parent_dir, database)
-        engine = create_async_engine(sa_url, hide_parameters=True)
+        # Reset on return is ours (`_sqlite_on_reset`): the pool's own would send a ROLLBACK through
+        # aiosqlite's thread for every connection returned, inside a transaction or not.
+        engine = create_async_engine(sa_url, hide_parameters=True, pool_reset_on_return=None)
         event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
         event.listen(engine.sync_engine, "begin", _sqlite_on_begin)
+        event.listen(engine.sync_engine, "reset", _sqlite_on_reset)
     elif backend == "postgresql":
         if sa_url.drivername == "postgresql":
             sa_url = sa_url.set(drivername="postgresql+asyncpg")
@@ -239,6 +242,17 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute("PRAGMA secure_delete=ON")
     finally:
         cursor.close()
+
+
+def _sqlite_on_reset(dbapi_connection: Any, _record: Any, _state: Any) -> None:
+    """A connection back in the pool is rolled back only when it is inside a transaction.
+
+    A single-statement read opens none (`_AUTOCOMMIT_READ`), and a write has committed or rolled back
+    by the time its connection returns, so for most connections there is nothing to end; the check
+    reads sqlite3's own flag, without a round trip through aiosqlite's thread.
+    """
+    if dbapi_connection.driver_connection.in_transaction:
+        dbapi_connection.rollback()
 
 
 def _sqlite_on_begin(conn: Connection) -> None:
