@@ -1,4 +1,5 @@
-"""Bulk import's activity: the Temporal adapter of `memwarden.services.imports.ImportService.batch`.
+"""Bulk import's activities: the Temporal adapters of `memwarden.services.imports.ImportService`'s `batch`
+and `conversation_line`.
 
 It heartbeats while a batch runs (so a killed worker's batch is retried elsewhere after the heartbeat
 timeout), passes its run for the audit ids, and turns `ImportGone` into the non-retryable
@@ -12,15 +13,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
+from activities.errors import non_retryable_if_gone
 from activities.remember import RememberActivities
 from activities.run import current_run
-from memwarden.errors import ImportGone
-from memwarden.policy.imports import ImportBatch, ImportBatchResult
+from memwarden.policy.imports import ConversationLineDone, ImportBatch, ImportBatchResult, LineDecided
 from memwarden.services.deps import Deps
 from memwarden.services.imports import ImportService
-from memwarden.temporal.names import IMPORT_BATCH
+from memwarden.temporal.names import IMPORT_BATCH, IMPORT_CONVERSATION_LINE
 
 HEARTBEAT_EVERY_S = 2.0
 
@@ -52,10 +52,12 @@ class ImportActivities:
     async def import_batch(self, job: ImportBatch) -> ImportBatchResult:
         """Decide and commit up to `job.limit` parked lines from `job.position` (`ImportService.batch`)."""
         async with heartbeating():
-            try:
-                return await self.service.batch(job, current_run(self.deps))
-            except ImportGone as gone:
-                raise ApplicationError(str(gone), type=type(gone).__name__, non_retryable=True) from None
+            return await non_retryable_if_gone(self.service.batch(job, current_run(self.deps)))
+
+    @activity.defn(name=IMPORT_CONVERSATION_LINE)
+    async def import_conversation_line(self, done: ConversationLineDone) -> LineDecided:
+        """Record a conversation line's outcome after its ConversationWorkflow (`ImportService.conversation_line`)."""
+        return await non_retryable_if_gone(self.service.conversation_line(done))
 
     def all(self) -> list[object]:
-        return [self.import_batch]
+        return [self.import_batch, self.import_conversation_line]

@@ -112,11 +112,27 @@ def cmd_token(args: argparse.Namespace) -> int:
 MCP_EXTRA_MISSING = "memwarden mcp: the mcp extra is not installed: pip install 'memwarden[mcp]'"
 
 
-def mcp_token(token_file: str | None) -> str | None:
-    """The bearer token `memwarden mcp` acts under: --token-file, else MEMWARDEN_TOKEN; never argv (ps shows it)."""
+def env_or_file_token(token_file: str | None) -> str | None:
+    """A client command's bearer token: --token-file, else MEMWARDEN_TOKEN; never argv (ps shows it)."""
     if token_file:
         return Path(token_file).read_text(encoding="utf-8").strip() or None
     return os.environ.get("MEMWARDEN_TOKEN", "").strip() or None
+
+
+def bearer_token(command: str, token_file: str | None) -> str | None:
+    """`env_or_file_token`, or None after saying on stderr why there is none (the caller exits 2)."""
+    try:
+        token = env_or_file_token(token_file)
+    except OSError as exc:
+        print(f"memwarden {command}: cannot read --token-file ({exc.strerror})", file=sys.stderr)
+        return None
+    if token is None:
+        print(f"memwarden {command}: no token: set MEMWARDEN_TOKEN or pass --token-file", file=sys.stderr)
+    return token
+
+
+def add_token_file(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--token-file", help="a file holding the bearer token (default: MEMWARDEN_TOKEN)")
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -128,13 +144,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     except ImportError:
         print(MCP_EXTRA_MISSING, file=sys.stderr)
         return 2
-    try:
-        token = mcp_token(args.token_file)
-    except OSError as exc:
-        print(f"memwarden mcp: cannot read --token-file ({exc.strerror})", file=sys.stderr)
-        return 2
+    token = bearer_token("mcp", args.token_file)
     if token is None:
-        print("memwarden mcp: no token: set MEMWARDEN_TOKEN or pass --token-file", file=sys.stderr)
         return 2
     anyio.run(stdio_server(args.url, token).run_stdio_async)
     return 0
@@ -156,10 +167,17 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from stack.import_cli import run_import
 
-    if not args.token:
-        print("memwarden import: a bearer token is needed (--token or MEMWARDEN_TOKEN)", file=sys.stderr)
+    if args.argv_token is not None:
+        print(
+            "memwarden import: --token is refused (a token on the command line is visible in ps): "
+            "set MEMWARDEN_TOKEN or pass --token-file",
+            file=sys.stderr,
+        )
         return 2
-    return run_import(Path(args.file), args.url, args.token)
+    token = bearer_token("import", args.token_file)
+    if token is None:
+        return 2
+    return run_import(Path(args.file), args.url, token)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -197,10 +215,21 @@ def parser() -> argparse.ArgumentParser:
     token.add_argument("--data-dir", default=os.environ.get("MEMWARDEN_DATA_DIR"))
     token.set_defaults(func=cmd_token)
 
-    imp = sub.add_parser("import", help="bulk-import an NDJSON file of candidates through the write gate")
-    imp.add_argument("file", help="one candidate per line: the body of POST /v1/memories")
-    imp.add_argument("--url", default=os.environ.get("MEMWARDEN_URL", "http://127.0.0.1:8080"))
-    imp.add_argument("--token", default=os.environ.get("MEMWARDEN_TOKEN"), help="default: MEMWARDEN_TOKEN")
+    imp = sub.add_parser(
+        "import",
+        help="bulk-import an NDJSON file of candidates or conversations through the write gate",
+        allow_abbrev=False,  # as for mcp: nothing is read as --token-file but --token-file itself
+    )
+    imp.add_argument(
+        "file",
+        help="one per line: a candidate (the body of POST /v1/memories) or a conversation (of /v1/conversations)",
+    )
+    imp.add_argument(
+        "--url", default=os.environ.get("MEMWARDEN_URL", "http://127.0.0.1:8080"), help="the API (MEMWARDEN_URL)"
+    )
+    add_token_file(imp)
+    # Accepted only to be refused with a reason: a token in argv is visible to every user of the machine.
+    imp.add_argument("--token", dest="argv_token", help=argparse.SUPPRESS)
     imp.set_defaults(func=cmd_import)
 
     mcp = sub.add_parser(
@@ -211,7 +240,7 @@ def parser() -> argparse.ArgumentParser:
     mcp.add_argument(
         "--url", default=os.environ.get("MEMWARDEN_URL", "http://127.0.0.1:8080"), help="the API (MEMWARDEN_URL)"
     )
-    mcp.add_argument("--token-file", help="a file holding the bearer token (default: MEMWARDEN_TOKEN)")
+    add_token_file(mcp)
     mcp.set_defaults(func=cmd_mcp)
 
     audit = sub.add_parser("audit", help="verify the audit chain, or show one memory's history")

@@ -23,7 +23,7 @@ from api.schemas import ConversationCandidateOut, ConversationIn, ConversationOu
 from api.state import ApiState, Caller, State
 from api.telemetry import traced
 from memwarden.extract.base import SOURCE_OF_ROLE, Message
-from memwarden.identity import Forbidden, Role, write_target
+from memwarden.identity import Forbidden, Principal, Role, write_target
 from memwarden.records import ConversationInput, ConversationResult, Decision, SourceKind, namespace_label
 from memwarden.services.conversations import (
     ConversationTarget,
@@ -65,11 +65,10 @@ def _check(state: ApiState, body: ConversationIn) -> None:
         raise Problem(422, "validation_failed", "session_id is blank", field="session_id")
 
 
-@router.post("", response_model=ConversationOut, status_code=200)
-@traced(REMEMBER_CONVERSATION)
-async def remember_conversation(
-    state: State, caller: Caller, body: Annotated[ConversationIn, Body()]
-) -> ConversationOut | JSONResponse:
+def admit_conversation(state: ApiState, caller: Principal, body: ConversationIn) -> ConversationTarget:
+    """The checks the schema cannot make (message count and sizes, blank text, zoned timestamps) and where
+    this caller's conversation goes (`identity.write_target`, as for a single write); a Problem naming the
+    field otherwise. A bulk import's conversation line is admitted by this very function."""
     if caller.role not in (Role.USER, Role.AGENT):
         raise Problem(403, "role_cannot_write", f"role {caller.role.value} may not hand over conversations")
     _check(state, body)
@@ -77,8 +76,7 @@ async def remember_conversation(
         target = write_target(caller, scope=body.scope, owner_id=body.owner_id, store=body.store)
     except Forbidden as exc:
         raise Problem(403, exc.reason, f"this principal may not write there ({exc.reason})", field="scope") from None
-    messages = [Message.model_validate(m.model_dump()) for m in body.messages]
-    conversation_target = ConversationTarget(
+    return ConversationTarget(
         tenant_id=target.tenant_id,
         owner_id=target.owner_id,
         scope=target.scope,
@@ -87,7 +85,16 @@ async def remember_conversation(
         writer=caller.actor,
         actor=state.pseudonyms.actor(target.tenant_id, caller.actor),
     )
-    withheld = await _withhold(state, conversation_target, body.session_id, messages)
+
+
+@router.post("", response_model=ConversationOut, status_code=200)
+@traced(REMEMBER_CONVERSATION)
+async def remember_conversation(
+    state: State, caller: Caller, body: Annotated[ConversationIn, Body()]
+) -> ConversationOut | JSONResponse:
+    target = admit_conversation(state, caller, body)
+    messages = [Message.model_validate(m.model_dump()) for m in body.messages]
+    withheld = await withhold(state, target, body.session_id, messages)
     kept = [i for i in range(len(messages)) if i not in withheld]
     refused = [
         ConversationCandidateOut(
@@ -101,7 +108,7 @@ async def remember_conversation(
     request = await park_conversation(
         state.store,
         state.handle_key,
-        conversation_target,
+        target,
         body.session_id,
         messages,
         received_at=datetime.now(UTC),
@@ -125,7 +132,7 @@ async def remember_conversation(
     )
 
 
-async def _withhold(
+async def withhold(
     state: ApiState, target: ConversationTarget, session_id: str, messages: list[Message]
 ) -> dict[int, str]:
     """Messages the gate would reject whatever was extracted from them (a secret): never parked, so their

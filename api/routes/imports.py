@@ -7,7 +7,10 @@ interrupted upload resumes). `PUT /v1/imports/{id}/lines?first_line=N` takes a c
 admits a body (`memories.admit`: field rules, the source kind the token may declare, the write target,
 the source_ref) and screened before it is parked, as `POST /v1/memories` screens (`api.prescreen`): a line
 the gate's first steps reject is decided REJECT on its line and audited, and its text is never written
-anywhere; the rest are parked in the store with their screening, or refused on their line. `POST
+anywhere; the rest are parked in the store with their screening, or refused on their line. A
+conversation line (`{"session_id", "messages"}`) is admitted as `POST /v1/conversations` admits its body
+(`conversations.admit_conversation`) and its messages holding a secret are withheld as that route withholds
+them (`conversations.withhold`) before the rest is parked for its ConversationWorkflow. `POST
 /v1/imports/{id}/start` starts ImportWorkflow, whose input is the import's id and position: no line's
 content enters history. `GET /v1/imports/{id}` answers counts by decision, the position, and the lines
 not applied by number with their reason codes, never their text; only the principal that started the
@@ -30,13 +33,17 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from api.input_guard import MAX_DEPTH, _strings, control_character, json_depth_exceeds
 from api.prescreen import prescreen, record_rejection
 from api.problems import Problem
+from api.routes.conversations import admit_conversation, withhold
 from api.routes.memories import _memory_id, admit
+from api.schemas import ConversationIn
 from api.state import ApiState, Caller, State
+from memwarden.extract.base import Message
 from memwarden.forget import subject_hash
 from memwarden.identity import Principal, Role
 from memwarden.policy.imports import DECISIONS, ImportInput
 from memwarden.records import CandidateIn, RememberInput
-from memwarden.stores.sql.imports import ImportRow, LineOutcome, ParkedLine
+from memwarden.services.conversations import ConversationTarget, ImportedConversation
+from memwarden.stores.sql.imports import CANDIDATE, CONVERSATION, ImportRow, LineOutcome, ParkedLine
 from workflows.imports import ImportWorkflow, import_workflow_id
 
 router = APIRouter(prefix="/v1/imports", tags=["imports"])
@@ -46,7 +53,6 @@ _LINE_NS = uuid.UUID("9a4e2c17-5b6d-4f80-8e3a-1c7d9b2f6e54")
 WRITERS = (Role.USER, Role.AGENT, Role.SYSTEM)
 READERS = (Role.OPERATOR, Role.PRIVACY)
 NDJSON = "application/x-ndjson"
-CANDIDATE, CONVERSATION = "candidate", "conversation"
 
 
 class ImportCreate(BaseModel):
@@ -156,9 +162,13 @@ async def upload_lines(
     parked: list[ParkedLine] = []
     refused: list[LineOutcome] = []
     for offset, line in enumerate(raw):
-        kept = parse_line(state, caller, row, first_line + offset, line.removesuffix(b"\r"))
-        if isinstance(kept, AdmittedLine):
-            kept = await screened_line(state, kept)
+        admitted = parse_line(state, caller, row, first_line + offset, line.removesuffix(b"\r"))
+        if isinstance(admitted, AdmittedLine):
+            kept = await screened_line(state, admitted)
+        elif isinstance(admitted, AdmittedConversation):
+            kept = await screened_conversation(state, admitted)
+        else:
+            kept = admitted
         (refused if isinstance(kept, LineOutcome) else parked).append(kept)
     received = await state.store.park_import_lines(row.id, row.tenant_id, parked, refused, datetime.now(UTC))
     return ChunkOut(
@@ -180,7 +190,7 @@ class AdmittedLine:
 
 def parse_line(
     state: ApiState, caller: Principal, row: ImportRow, line_no: int, raw: bytes
-) -> ParkedLine | AdmittedLine | LineOutcome:
+) -> AdmittedLine | AdmittedConversation | LineOutcome:
     """One line, parked for the workflow or refused with a reason code (never its text).
 
     The dispatch by kind: a conversation (`{"session_id", "messages"}`) goes to `conversation_line`, any
@@ -206,7 +216,7 @@ def parse_line(
         if control_character(text) or "\x00" in text:
             return refuse("validation_failed", "".join(c for c in field if c.isprintable()) or "body")
     if "messages" in body or "session_id" in body:
-        return conversation_line(state, caller, row, line_no, body)
+        return conversation_line(state, caller, line_no, body)
     return candidate_line(state, caller, row, line_no, body)
 
 
@@ -217,9 +227,7 @@ def candidate_line(
     try:
         candidate = CandidateIn.model_validate(body)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first.get("loc", ())) or "body"
-        return LineOutcome(line_no, "ERROR", "validation_failed", field=field)
+        return LineOutcome(line_no, "ERROR", "validation_failed", field=_field_of(exc))
     # A keyed line is the record `POST /v1/memories` would make with that key; an unkeyed one is named by
     # its place in this import, so a retried batch or a re-run of the same file names the same record.
     if candidate.idempotency_key is not None:
@@ -258,16 +266,65 @@ async def screened_line(state: ApiState, line: AdmittedLine) -> ParkedLine | Lin
     )
 
 
-def conversation_line(
-    state: ApiState, caller: Principal, row: ImportRow, line_no: int, body: dict[str, Any]
-) -> ParkedLine | LineOutcome:
-    """A conversation line (`{"session_id", "messages"}`), for conversation extraction.
+@dataclass(frozen=True)
+class AdmittedConversation:
+    """A conversation line admitted as `POST /v1/conversations` admits its body, not yet screened nor parked."""
 
-    Not applied by this build: reported on its line (`unsupported_line_kind`), the other lines go on.
-    Wiring it means validating the body as `POST /v1/conversations` does and parking it with kind
-    `conversation`; `ImportService` dispatches parked lines by kind.
-    """
-    return LineOutcome(line_no, "ERROR", "unsupported_line_kind")
+    line_no: int
+    body: ConversationIn
+    target: ConversationTarget
+
+
+def conversation_line(
+    state: ApiState, caller: Principal, line_no: int, body: dict[str, Any]
+) -> AdmittedConversation | LineOutcome:
+    """A conversation line (`{"session_id", "messages"}`): admitted exactly as `POST /v1/conversations` admits
+    its body (the schema, `admit_conversation`'s checks and write target), or refused on its line with the
+    route's code and the field it names (`screened_conversation` next)."""
+    try:
+        conversation = ConversationIn.model_validate(body)
+    except ValidationError as exc:
+        return LineOutcome(line_no, "ERROR", "validation_failed", field=_field_of(exc))
+    try:
+        target = admit_conversation(state, caller, conversation)
+    except Problem as problem:
+        return LineOutcome(line_no, "ERROR", problem.code, field=problem.field)
+    return AdmittedConversation(line_no=line_no, body=conversation, target=target)
+
+
+async def screened_conversation(state: ApiState, line: AdmittedConversation) -> ParkedLine | LineOutcome:
+    """Withhold the messages holding a secret before anything is parked, as the route does (`withhold`: one
+    `deny` event per message, never its text), and park the rest in `import_lines` for ImportWorkflow, which
+    hands it to ConversationWorkflow when the import reaches it. Every message withheld: the line is REJECT,
+    naming the first (no workflow runs, as the route runs none)."""
+    messages = [Message.model_validate(m.model_dump()) for m in line.body.messages]
+    withheld = await withhold(state, line.target, line.body.session_id, messages)
+    kept = [i for i in range(len(messages)) if i not in withheld]
+    if not kept:
+        first = min(withheld)
+        return LineOutcome(line.line_no, "REJECT", withheld[first], field=f"messages.{first}.content")
+    parked = ImportedConversation(
+        session_id=line.body.session_id,
+        received_at=datetime.now(UTC),
+        messages=[messages[i] for i in kept],
+        kept=kept,
+        withheld=withheld,
+        target=line.target,
+        concurrency=state.settings.conversation_concurrency,
+    )
+    target = line.target
+    return ParkedLine(
+        line.line_no,
+        CONVERSATION,
+        parked.model_dump_json(),
+        subject_hash(state.handle_key, target.tenant_id, target.owner_id),
+    )
+
+
+def _field_of(exc: ValidationError) -> str:
+    """The first field a validation error names, dotted (`messages.0.role`), or `body`."""
+    first = exc.errors()[0]
+    return ".".join(str(p) for p in first.get("loc", ())) or "body"
 
 
 @router.post("/{import_id}/start", response_model=ImportOut, status_code=202)

@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from pydantic import BaseModel
+
 from memwarden.errors import CandidateGone
 from memwarden.extract.base import Extractor, Kind, Lifetime, Message, Proposal
 from memwarden.extract.llm import LlmExtractor
@@ -113,12 +115,16 @@ async def park_conversation(
     messages: Sequence[Message],
     *,
     received_at: datetime | None = None,
+    parked_at: datetime | None = None,
     concurrency: int = 1,
 ) -> ConversationInput:
     """Park the messages and the subject handle in one transaction; return the workflow's sealed input.
 
     The conversation's claim-check ref is a function of the namespace and its turns, so parking the same
-    conversation again replaces the same row and names the same workflow."""
+    conversation again replaces the same row and names the same workflow. `received_at` (default now) dates
+    what the messages say ("tomorrow"); the claim checks expire a day after `parked_at` (default
+    `received_at`), so a conversation a bulk import received days before its turn is still dated by its
+    arrival and still parked when its workflow runs."""
     at = received_at or datetime.now(UTC)
     ns = namespace_key(target, session_id)
     turns = [_turn_key(handle_key, target.tenant_id, m) for m in messages]
@@ -134,7 +140,7 @@ async def park_conversation(
         ],
     }
     handle = new_handle(handle_key, target.tenant_id, target.owner_id)
-    expires = at + CLAIM_CHECK_TTL
+    expires = (parked_at or at) + CLAIM_CHECK_TTL
     await store.put_candidates(
         [
             (ref, target.tenant_id, json.dumps(body, separators=(",", ":")), expires),
@@ -154,6 +160,37 @@ async def park_conversation(
         subject_ref=handle,
         concurrency=concurrency,
     )
+
+
+class ImportedConversation(BaseModel):
+    """A conversation line of a bulk import as the API parks it (`import_lines`, the import's claim check)
+    until the import reaches it: what `park_conversation` needs then, decided as `POST /v1/conversations`
+    decides it (the write target, the messages withheld for a secret). No TTL: the import may wait for days,
+    and an erasure of the owner drops the line with its others."""
+
+    session_id: str
+    received_at: datetime
+    messages: list[Message]
+    """The messages parked, those withheld left out (so the ids are the route's for the same messages)."""
+    kept: list[int]
+    """Each parked message's index in the line."""
+    withheld: dict[int, str]
+    """Message index in the line -> why it was not parked (its `deny` event was recorded by the API)."""
+    target: ConversationTarget
+    concurrency: int = 1
+
+    async def park(self, store: SqlStore, handle_key: bytes, *, parked_at: datetime) -> ConversationInput:
+        """Hand it over as the route does (`park_conversation`): the same ref, workflow id and memory ids."""
+        return await park_conversation(
+            store,
+            handle_key,
+            self.target,
+            self.session_id,
+            self.messages,
+            received_at=self.received_at,
+            parked_at=parked_at,
+            concurrency=self.concurrency,
+        )
 
 
 def make_extractor(deps: Deps) -> Extractor:

@@ -13,6 +13,13 @@ against what the earlier line left (the committed, indexed memory), exactly as i
 Idempotent per line: a retried batch (the worker killed half way) finds the lines it committed no
 longer parked and skips them; it re-derives their index points, and re-reads their outcomes (counts,
 PENDING windows) from the store, whichever attempt wrote them.
+
+A conversation line is not decided here: the batch stops at it and parks it as `POST /v1/conversations`
+does, the workflow runs ConversationWorkflow for it (extraction, one RememberWorkflow per candidate through
+the gate, consolidation, release), and `conversation_line` then records the line's one outcome
+(`conversation_outcome`) and drops the parked line in one transaction. Re-running that child under its
+id (derived from the conversation, as the route derives it) stores nothing twice: its candidates' memory
+ids are derived from the session and the turns, and the ones already stored come back `replayed`.
 """
 
 from __future__ import annotations
@@ -31,7 +38,15 @@ from memwarden.errors import ImportGone
 from memwarden.keys import Purpose
 from memwarden.policy.dedupe import value_conflict
 from memwarden.policy.gate import GateDecision, GatePolicy, commit_input, decide
-from memwarden.policy.imports import ImportBatch, ImportBatchResult, add_counts
+from memwarden.policy.imports import (
+    LINE_PRECEDENCE,
+    ConversationLineDone,
+    ImportBatch,
+    ImportBatchResult,
+    ImportConversation,
+    LineDecided,
+    add_counts,
+)
 from memwarden.prescreened import prescreened
 from memwarden.records import (
     LIVE_STATUSES,
@@ -46,12 +61,13 @@ from memwarden.records import (
     content_hash,
     namespace_label,
 )
+from memwarden.services.conversations import ImportedConversation, conversation_workflow_id
 from memwarden.services.deps import Deps
 from memwarden.services.remember import DEDUPE_SCORE_SLACK, RememberService
 from memwarden.services.replicas import replicate
 from memwarden.services.run import Run
 from memwarden.stores.cache import invalidation_prefixes
-from memwarden.stores.sql.imports import LineEffect, LineOutcome, ParkedLine
+from memwarden.stores.sql.imports import CANDIDATE, CONVERSATION, LineEffect, LineOutcome, ParkedLine
 from memwarden.stores.subjects import handle_row, new_handle
 from memwarden.stores.vectors import index_point
 
@@ -60,7 +76,6 @@ log = logging.getLogger(__name__)
 LAST_LINE = 2**31 - 1
 SCREEN_CONCURRENCY = 4
 """Lines whose index and store look-ups are in flight at once (their detectors already ran)."""
-CANDIDATE = "candidate"
 
 
 VALUE_VETO_TYPES = frozenset({MemoryType.PREFERENCE, MemoryType.FACT, MemoryType.PROCEDURAL})
@@ -128,15 +143,20 @@ class ImportService:
     async def batch(self, job: ImportBatch, run: Run) -> ImportBatchResult:
         """Decide and commit up to `job.limit` parked lines from `job.position` (see the module's docstring).
 
+        A conversation line at the head (for a caller that runs them, `job.conversations`) is handed over
+        instead: parked for its ConversationWorkflow as `POST /v1/conversations` parks one, and returned
+        for the workflow to run; it stays parked until `conversation_line` records its outcome.
+
         Raises `ImportGone` when the import no longer exists (nothing a retry could bring back)."""
         store = self.deps.store
-        if await store.get_import(job.tenant_id, job.import_id) is None:
-            raise ImportGone(job.import_id)
+        await self._exists(job.tenant_id, job.import_id)
         parked = await store.parked_lines(job.import_id, from_line=job.position, limit=job.limit)
         # Lines decided before this attempt (refused at upload, or committed by an attempt that died).
         before = (parked[0].line_no - 1) if parked else LAST_LINE
         earlier = await store.import_outcomes_between(job.import_id, job.position, before)
         await self._rederive(job.tenant_id, [o.memory_id for o in earlier if o.decision in ("ADD", "UPDATE")])
+        if parked and parked[0].kind == CONVERSATION and job.conversations:
+            return await self._hand_over(job, parked[0])
         effects, taken = await self._effects(job, parked, run)
         now = self.deps.clock()
         applied = await store.commit_import_batch(job.import_id, effects, now)
@@ -145,20 +165,63 @@ class ImportService:
         )
         done = taken == len(parked) and len(parked) < job.limit
         next_position = LAST_LINE if done else parked[taken].line_no if taken < len(parked) else parked[-1].line_no + 1
-        outcomes = await store.import_outcomes_between(job.import_id, job.position, next_position - 1)
+        counts, pending, decided = await self._decided(job.import_id, job.position, next_position - 1)
+        if done:
+            await store.set_import_status(job.import_id, "done", expect=("running",), at=now)
+        log.info("import batch: %d lines decided, %d applied now", decided, len(applied))
+        return ImportBatchResult(next_position=next_position, done=done, counts=counts, pending=pending)
+
+    async def _exists(self, tenant_id: str, import_id: str) -> None:
+        if await self.deps.store.get_import(tenant_id, import_id) is None:
+            raise ImportGone(import_id)
+
+    async def _decided(self, import_id: str, first: int, last: int) -> tuple[dict[str, int], list[PendingWrite], int]:
+        """Counts by decision of the lines first..last recorded so far (whichever attempt recorded them), the
+        PENDING ones' sealed commits, and how many lines that is."""
+        outcomes = await self.deps.store.import_outcomes_between(import_id, first, last)
         counts: dict[str, int] = {}
         for o in outcomes:
             counts = add_counts(counts, {o.decision: 1})
         pending = [PendingWrite.model_validate_json(o.pending_commit) for o in outcomes if o.pending_commit]
-        if done:
-            await store.set_import_status(job.import_id, "done", expect=("running",), at=now)
-        log.info("import batch: %d lines decided, %d applied now", len(outcomes), len(applied))
-        return ImportBatchResult(next_position=next_position, done=done, counts=counts, pending=pending)
+        return counts, pending, len(outcomes)
+
+    async def _hand_over(self, job: ImportBatch, line: ParkedLine) -> ImportBatchResult:
+        """Park the conversation line for its ConversationWorkflow (a retried attempt parks the same ref again)."""
+        conversation = ImportedConversation.model_validate_json(line.payload)
+        request = await conversation.park(
+            self.deps.store, self.deps.settings.key_for(Purpose.SUBJECT_HANDLES), parked_at=self.deps.clock()
+        )
+        counts, pending, _ = await self._decided(job.import_id, job.position, line.line_no - 1)
+        return ImportBatchResult(
+            next_position=line.line_no + 1,
+            done=False,
+            counts=counts,
+            pending=pending,
+            conversation=ImportConversation(
+                line_no=line.line_no, workflow_id=conversation_workflow_id(request), request=request
+            ),
+        )
+
+    async def conversation_line(self, done: ConversationLineDone) -> LineDecided:
+        """Record a conversation line's outcome once its ConversationWorkflow ended, dropping the parked line in
+        the same transaction; a retried call finds it recorded and answers what was recorded.
+
+        Nothing is applied here: the child applied the candidates (each through the gate, each audited)."""
+        store = self.deps.store
+        await self._exists(done.tenant_id, done.import_id)
+        parked = await store.parked_lines(done.import_id, from_line=done.line_no, limit=1)
+        if parked and parked[0].line_no == done.line_no:
+            outcome = conversation_outcome(ImportedConversation.model_validate_json(parked[0].payload), done)
+            effect = LineEffect(done.line_no, "decision", outcome, None)
+            await store.commit_import_batch(done.import_id, [effect], self.deps.clock())
+        [recorded] = await store.import_outcomes_between(done.import_id, done.line_no, done.line_no)
+        return LineDecided(decision=recorded.decision)
 
     async def _effects(self, job: ImportBatch, parked: list[ParkedLine], run: Run) -> tuple[list[LineEffect], int]:
         """Each line's effect, for as many leading lines as can be decided together; and how many that is.
 
-        The dispatch by kind: candidate lines pass the gate here; any other kind is reported per line.
+        The dispatch by kind: candidate lines pass the gate here; a line of a kind the caller does not run
+        (a conversation, for an ImportWorkflow run from before its patch) is reported per line.
         """
         head = [other_kind(line) for line in _leading(parked, lambda kind: kind != CANDIDATE)]
         if head:
@@ -356,6 +419,29 @@ def _leading(parked: list[ParkedLine], keep: Callable[[str], bool]) -> list[Park
     return out
 
 
+def conversation_outcome(line: ImportedConversation, done: ConversationLineDone) -> LineOutcome:
+    """A conversation line's one outcome: the strongest decision among its candidates and its withheld
+    messages (`LINE_PRECEDENCE`), with that candidate's reason and memory id (the first in message order);
+    a REJECT names the message it came from (`messages.N.content`). Nothing proposed and nothing withheld is
+    `NOOP nothing_extracted`; a ConversationWorkflow that gave no answer is `ERROR` with why."""
+    if done.result is None:
+        return LineOutcome(done.line_no, "ERROR", done.failure or "conversation_failed")
+    by_decision: dict[str, list[tuple[int, str, str | None]]] = {}
+    for o in done.result.outcomes:
+        # The workflow numbers the parked messages; the line's numbering counts the withheld ones too.
+        index = line.kept[o.message_index] if 0 <= o.message_index < len(line.kept) else o.message_index
+        by_decision.setdefault(o.decision.value, []).append((index, o.reason, o.memory_id))
+    for index, reason in line.withheld.items():
+        by_decision.setdefault(Decision.REJECT.value, []).append((index, reason, None))
+    for decision in LINE_PRECEDENCE:
+        if decision in by_decision:
+            index, reason, memory_id = min(by_decision[decision], key=lambda e: e[0])
+            field = f"messages.{index}.content" if decision == Decision.REJECT.value else None
+            return LineOutcome(done.line_no, decision, reason, field=field, memory_id=memory_id)
+    return LineOutcome(done.line_no, Decision.NOOP.value, "nothing_extracted")
+
+
 def other_kind(line: ParkedLine) -> LineEffect:
-    """A parked line of a kind this worker does not apply: reported on its line, the rest go on."""
+    """A parked line of a kind the caller does not run: reported on its line (`unsupported_line_kind`), the
+    rest go on."""
     return LineEffect(line.line_no, "decision", LineOutcome(line.line_no, "ERROR", "unsupported_line_kind"), None)

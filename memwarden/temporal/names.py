@@ -22,6 +22,9 @@ PERIODIC_REVALIDATION_PLAN = "periodic_revalidation_plan"
 IMPORT_BATCH = "import_batch"
 """One batch of a bulk import through the same write gate as `remember_candidate`: screened, embedded
 in one call, decided by the pure gate and committed in one transaction with each line's outcome."""
+IMPORT_CONVERSATION_LINE = "import_conversation_line"
+"""A conversation line's outcome, recorded once its ConversationWorkflow child ended (the parked line dropped
+in the same transaction)."""
 REVERT_MEMORY = "revert_memory"
 """Undo one supersession, or release one quarantined write (RevertWorkflow's one activity)."""
 ROLLBACK_RESTORE = "rollback_restore"
@@ -38,6 +41,7 @@ RELEASE_CONVERSATION = "release_conversation"
 # and the sandbox, which re-imports a workflow's modules for every run, pays for the parent's module alone.
 REVALIDATE_WORKFLOW = "RevalidateWorkflow"
 PENDING_WRITE_WORKFLOW = "PendingWriteWorkflow"
+CONVERSATION_WORKFLOW = "ConversationWorkflow"
 
 
 def revalidate_workflow_id(memory_id: str) -> str:

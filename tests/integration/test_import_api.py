@@ -1,10 +1,12 @@
 """Bulk import over real HTTP: `memwarden import FILE` against the embedded stack, through the same gate.
 
-Bad lines (not JSON, a missing field, oversized, a secret, a conversation this build does not apply)
-are reported by number and never stop the rest; the same file twice applies nothing twice; a batch
-retried after its commit landed applies nothing again; PENDING lines open their confirmation window;
-only the principal that started an import (and the tenant's operators) may read it. Every text is
-synthetic.
+Bad lines (not JSON, a missing field, oversized, a secret) are reported by number and never stop the
+rest; the same file twice applies nothing twice; a batch retried after its commit landed applies nothing
+again; PENDING lines open their confirmation window; only the principal that started an import (and the
+tenant's operators) may read it. Conversation lines run the ConversationWorkflow `POST /v1/conversations`
+runs, under the same id, and are checked and screened as that route checks them; each ends in one outcome
+on its line. `memwarden import` takes its token from the environment or a file, never argv. Every text
+is synthetic.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import asyncio
 import hashlib
 import io
 import json
+import os
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,14 +27,18 @@ from temporalio.testing import ActivityEnvironment
 from activities.imports import ImportActivities
 from activities.remember import RememberActivities
 from memwarden.policy.gate import DEFAULT_POLICY
-from memwarden.policy.imports import ImportBatch
-from memwarden.records import Status
+from memwarden.policy.imports import ConversationLineDone, ImportBatch
+from memwarden.records import ConversationResult, Status
 from memwarden.services.imports import batch_cut
 from stack.import_cli import Progress, chunks, file_lines, run_import
+from tests.forget_support import decoded_histories_containing
 from tests.integration.api_stack import Api, assert_problem
+from tests.workflows.record_histories import connect_client
+from workflows.conversation import ConversationWorkflow
 
 FACT = {"type": "fact", "source_kind": "user", "reason": "user_stated_fact", "importance": 0.8}
 SECRET = "the deploy key is AKIAZ7QXW3SYNTH5EXMP, keep it handy"
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def tenant() -> str:
@@ -63,33 +71,41 @@ def import_id_of(output: str) -> str:
     return output.split()[1].rstrip(":")
 
 
+async def import_lines(
+    api: Api, http: httpx.AsyncClient, path: Path, lines: list[str], t: str, who: str
+) -> tuple[dict[str, Any], str]:
+    """Write the lines to `path`, import it with `memwarden import` as `who`: the import's state, the output."""
+    await asyncio.to_thread(path.write_text, "\n".join(lines) + "\n")
+    code, output = await cli(api, path, api.token(t, who))
+    assert code == 0, output
+    return await state_of(http, api.auth(t, who), import_id_of(output)), output
+
+
 async def test_bad_lines_are_reported_by_number_and_the_rest_apply(
     api: Api, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
     t = tenant()
     alice = api.auth(t, "alice")
-    path = tmp_path / "mixed.ndjson"
-    path.write_text(
-        "\n".join(
-            [
-                line("Alice keeps her passport in the blue folder"),  # 1
-                '{"content": "Alice likes',  #  2: not JSON
-                json.dumps({"content": "Alice was born in Lisbon", "source_kind": "user", "reason": "x"}),  # 3: no type
-                line("A" * 5000),  # 4: over max_content_chars
-                line(SECRET),  # 5: the gate rejects it
-                line("Alice takes the 7:40 train to work", slot="commute"),  # 6
-                json.dumps({"session_id": "s-1", "messages": [{"role": "user", "content": "hi"}]}),  # 7
-                "",  # 8: blank
-                "[1, 2]",  # 9: not an object
-                line("Alice's desk is on the fourth floor", source_kind="system"),  # 10: a user may not declare system
-                line("Alice runs on Tuesdays and Thursdays"),  # 11
-            ]
-        )
-        + "\n"
+    got, output = await import_lines(
+        api,
+        http,
+        tmp_path / "mixed.ndjson",
+        [
+            line("Alice keeps her passport in the blue folder"),  # 1
+            '{"content": "Alice likes',  #  2: not JSON
+            json.dumps({"content": "Alice was born in Lisbon", "source_kind": "user", "reason": "x"}),  # 3: no type
+            line("A" * 5000),  # 4: over max_content_chars
+            line(SECRET),  # 5: the gate rejects it
+            line("Alice takes the 7:40 train to work", slot="commute"),  # 6
+            json.dumps({"session_id": "s-1", "messages": [{"role": "user", "content": "hi"}]}),  # 7: nothing
+            "",  # 8: blank
+            "[1, 2]",  # 9: not an object
+            line("Alice's desk is on the fourth floor", source_kind="system"),  # 10: a user may not declare system
+            line("Alice runs on Tuesdays and Thursdays"),  # 11
+        ],
+        t,
+        "alice",
     )
-    code, output = await cli(api, path, api.token(t, "alice"))
-    assert code == 0, output
-    got = await state_of(http, alice, import_id_of(output))
     assert got["status"] == "done" and got["total_lines"] == 11 and got["done_lines"] == 11
     assert got["position"] == 12
     reported = {(e["line"], e["decision"], e["reason"], e["field"]) for e in got["errors"]}
@@ -98,12 +114,11 @@ async def test_bad_lines_are_reported_by_number_and_the_rest_apply(
         (3, "ERROR", "validation_failed", "type"),
         (4, "ERROR", "content_too_large", "content"),
         (5, "REJECT", "secret_detected", None),
-        (7, "ERROR", "unsupported_line_kind", None),
         (8, "ERROR", "blank_line", None),
         (9, "ERROR", "not_an_object", None),
         (10, "ERROR", "source_kind_not_allowed", "source_kind"),
     }
-    assert got["counts"] == {"ADD": 3, "UPDATE": 0, "NOOP": 0, "PENDING": 0, "REJECT": 1, "ERROR": 7}
+    assert got["counts"] == {"ADD": 3, "UPDATE": 0, "NOOP": 1, "PENDING": 0, "REJECT": 1, "ERROR": 6}
     assert await live_contents(http, alice) == [
         "Alice keeps her passport in the blue folder",
         "Alice runs on Tuesdays and Thursdays",
@@ -114,7 +129,7 @@ async def test_bad_lines_are_reported_by_number_and_the_rest_apply(
     page = await state_of(http, alice, got["import_id"], limit=3)
     assert [e["line"] for e in page["errors"]] == [2, 3, 4] and page["next_errors_after"] == 4
     rest = await state_of(http, alice, got["import_id"], limit=100, errors_after=4)
-    assert [e["line"] for e in rest["errors"]] == [5, 7, 8, 9, 10] and rest["next_errors_after"] is None
+    assert [e["line"] for e in rest["errors"]] == [5, 8, 9, 10] and rest["next_errors_after"] is None
     # Each applied line left its audit event, under the import's workflow.
     ops = api.auth(t, "ops", "operator")
     events = (await http.get("/v1/audit", headers=ops, params={"limit": 200})).json()["items"]
@@ -366,6 +381,300 @@ def test_a_batch_ends_where_a_line_depends_on_an_earlier_one() -> None:
     assert batch_cut(lines[:2], [far, far], 0.9) == 1  # a near duplicate in the namespace waits
     valued = [(1, inp("m1", None), "Room 4 has 6 chairs"), (2, inp("m2", None), "Room 5 has 7 chairs")]
     assert batch_cut(valued, [far, far], 0.9) == 2  # close, but their values differ: the gate keeps both
+
+
+# -- conversation lines -----------------------------------------------------------------------------
+
+LENA_TALKS = [
+    {"role": "user", "content": "I live in Oslo and I love jazz.", "turn_id": "u1"},
+    {"role": "assistant", "content": "Nice to meet you!", "turn_id": "a1"},
+    {"role": "user", "content": "Actually, I moved to Bergen last month.", "turn_id": "u2"},
+]
+
+
+def talk(session_id: str, messages: list[dict[str, Any]] | None = None, **fields: Any) -> str:
+    """A conversation line: the body of `POST /v1/conversations`."""
+    body: dict[str, Any] = {"session_id": session_id, **fields}
+    if messages is not None:
+        body["messages"] = messages
+    return json.dumps(body)
+
+
+CONVERSATION_FILE = [
+    line("Lena keeps her passport in the red drawer"),  # 1
+    talk("s-trip", LENA_TALKS),  # 2: three candidates (ADD, ADD, UPDATE): ADD
+    talk("s-bad-role", [{"role": "robot", "content": "I live in Rome."}]),  # 3
+    talk("s-no-messages"),  # 4
+    talk("s-secret", [{"role": "user", "content": SECRET}]),  # 5: every message withheld
+    talk(
+        "s-half",
+        [{"role": "user", "content": SECRET}, {"role": "user", "content": "My favourite season is autumn."}],
+    ),  # 6: the secret withheld, the rest decided: ADD
+    talk("s-chat", [{"role": "user", "content": "Can you suggest a weekend trip?"}]),  # 7: nothing to remember
+    line("Lena runs on Mondays"),  # 8
+    talk("s-zone", [{"role": "user", "content": "I live in Rome.", "timestamp": "2030-01-01T10:00:00"}]),  # 9
+]
+
+
+async def audit_events(api: Api, http: httpx.AsyncClient, t: str) -> list[dict[str, Any]]:
+    answer = await http.get("/v1/audit", headers=api.auth(t, "ops", "operator"), params={"limit": 200})
+    assert answer.status_code == 200, answer.text
+    return answer.json()["items"]  # type: ignore[no-any-return]
+
+
+async def test_conversation_lines_run_the_routes_workflow_and_end_in_one_outcome_each(
+    api: Api, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    t = tenant()
+    lena = api.auth(t, "lena")
+    path = tmp_path / "conversations.ndjson"
+    got, output = await import_lines(api, http, path, CONVERSATION_FILE, t, "lena")
+    assert got["status"] == "done" and got["done_lines"] == 9 and got["position"] == 10
+    assert got["counts"] == {"ADD": 4, "UPDATE": 0, "NOOP": 1, "PENDING": 0, "REJECT": 1, "ERROR": 3}
+    assert [(e["line"], e["decision"], e["reason"], e["field"]) for e in got["errors"]] == [
+        (3, "ERROR", "validation_failed", "messages.0.role"),
+        (4, "ERROR", "validation_failed", "messages"),
+        (5, "REJECT", "secret_detected", "messages.0.content"),
+        (9, "ERROR", "validation_failed", "messages.0.timestamp"),
+    ]
+    assert "line 5: REJECT secret_detected (messages.0.content)" in output
+    outcomes = {o.line_no: o for o in await api.store.import_outcomes_between(got["import_id"], 1, 9)}
+    assert (outcomes[2].decision, outcomes[2].reason) == ("ADD", "accepted")
+    assert (outcomes[6].decision, outcomes[6].reason) == ("ADD", "accepted")
+    assert (outcomes[7].decision, outcomes[7].reason, outcomes[7].memory_id) == ("NOOP", "nothing_extracted", None)
+    assert await api.store.parked_lines(got["import_id"], from_line=1, limit=10) == []
+
+    # The conversation's candidates went through the gate, the correction superseding what it corrects.
+    assert await live_contents(http, lena) == [
+        "I love jazz.",
+        "I moved to Bergen last month.",
+        "Lena keeps her passport in the red drawer",
+        "Lena runs on Mondays",
+        "My favourite season is autumn.",
+    ]
+    rows = (await http.get("/v1/memories", headers=lena, params={"status": ["active", "superseded"]})).json()["items"]
+    by_content = {m["content"]: m for m in rows}
+    assert by_content["I live in Oslo."]["status"] == "superseded"
+    assert outcomes[2].memory_id == by_content["I live in Oslo."]["id"]  # the first ADD of the line
+    assert outcomes[6].memory_id == by_content["My favourite season is autumn."]["id"]
+    # One decision event per memory, each from its own RememberWorkflow (the conversation's candidates)
+    # or the import's batches (the candidate lines); the secrets refused before parking, once each.
+    events = await audit_events(api, http, t)
+    decided = sorted(
+        (e["memory_id"], e["operation"], e["workflow_id"]) for e in events if e["operation"] in ("create", "update")
+    )
+    assert len(decided) == len(rows) == 6
+    said = ("I live in Oslo.", "I love jazz.", "I moved to Bergen last month.", "My favourite season is autumn.")
+    from_conversations = {by_content[text]["id"] for text in said}
+    assert {(m, w) for m, _, w in decided if m in from_conversations} == {
+        (m, f"remember-{m}") for m in from_conversations
+    }
+    assert sorted(
+        (e["reason"], e["details"].get("conversation_message")) for e in events if e["operation"] == "deny"
+    ) == [
+        ("secret_detected", 0),
+        ("secret_detected", 0),
+    ]
+    assert "AKIA" not in json.dumps(got) + output + json.dumps(events)
+
+    # The same conversation sent to POST /v1/conversations is the import's run, under the same id: the route
+    # joins it and answers its result.
+    again = await http.post("/v1/conversations", headers=lena, json={"session_id": "s-trip", "messages": LENA_TALKS})
+    assert again.status_code == 200, again.text
+    answer = again.json()
+    assert [(c["decision"], c["reason"], c["memory_id"]) for c in answer["candidates"]] == [
+        ("ADD", "accepted", by_content["I live in Oslo."]["id"]),
+        ("ADD", "accepted", by_content["I love jazz."]["id"]),
+        ("UPDATE", "slot_value_changed", by_content["I moved to Bergen last month."]["id"]),
+    ]
+    client = await connect_client(api.settings)
+    described = await client.get_workflow_handle(answer["workflow_id"]).describe()
+    assert described.parent_id == got["workflow_id"], "the conversation ran as the import's child"
+    # Claim checks: no history, decoded, holds a line's text (the control: the import's id is found).
+    assert got["workflow_id"] in await decoded_histories_containing(client, got["import_id"].encode())
+    for said_text in (b"Bergen", b"red drawer"):
+        assert await decoded_histories_containing(client, said_text) == []
+
+    # The same file again is the same import; the same lines in a new file store nothing twice.
+    code, second = await cli(api, path, api.token(t, "lena"))
+    assert code == 0 and import_id_of(second) == got["import_id"]
+    more = [*CONVERSATION_FILE, line("Lena's bike is the blue one")]
+    rerun, _ = await import_lines(api, http, tmp_path / "again.ndjson", more, t, "lena")
+    assert rerun["counts"] == {"ADD": 3, "UPDATE": 0, "NOOP": 3, "PENDING": 0, "REJECT": 1, "ERROR": 3}
+    replayed = await api.store.import_outcomes_between(rerun["import_id"], 2, 6)
+    assert [(o.line_no, o.decision, o.reason) for o in replayed if o.line_no in (2, 6)] == [
+        (2, "ADD", "replayed"),
+        (6, "ADD", "replayed"),
+    ]
+    assert len(await live_contents(http, lena)) == 6
+    events = await audit_events(api, http, t)
+    assert sum(e["operation"] in ("create", "update") for e in events) == 7  # the new line's, and no other
+    assert sum(e["operation"] == "deny" for e in events) == 2
+
+
+async def test_a_conversation_lines_retried_batch_and_repeated_child_record_it_once(
+    api: Api, http: httpx.AsyncClient
+) -> None:
+    """Worse than a crash can do: the batch that hands the line over runs twice, the child runs, then batch and
+    child run again (as a re-run of the line would) before the outcome is recorded, and the recording too
+    runs twice. The line is recorded once, its candidates stored and audited once, the counts right."""
+    t = tenant()
+    mo = api.auth(t, "mo")
+    body = (talk("s-retry", LENA_TALKS) + "\n" + line("Mo keeps the spare key in the blue jar") + "\n").encode()
+    created = await http.post(
+        "/v1/imports", headers=mo, json={"sha256": hashlib.sha256(body).hexdigest(), "total_lines": 2}
+    )
+    import_id = created.json()["import_id"]
+    put = await http.put(
+        f"/v1/imports/{import_id}/lines",
+        headers=mo | {"Content-Type": "application/x-ndjson"},
+        params={"first_line": 1},
+        content=body,
+    )
+    assert put.status_code == 200 and put.json()["received"] == 2, put.text
+    await api.store.set_import_status(import_id, "running", expect=("uploading",), at=_now())
+    activities = ImportActivities(api.deps, RememberActivities(api.deps))
+    client = await connect_client(api.settings)
+    job = ImportBatch(
+        import_id=import_id, tenant_id=t, position=1, limit=100, policy=DEFAULT_POLICY, conversations=True
+    )
+
+    async def hand_over_and_run() -> ConversationResult:
+        first = await ActivityEnvironment().run(activities.import_batch, job)
+        retried = await ActivityEnvironment().run(activities.import_batch, job)
+        for handed in (first, retried):
+            assert handed.conversation is not None and not handed.done and handed.next_position == 2
+        assert first.conversation is not None and retried.conversation is not None
+        assert first.conversation.workflow_id == retried.conversation.workflow_id
+        return await client.execute_workflow(
+            ConversationWorkflow.run,
+            args=[retried.conversation.request, DEFAULT_POLICY],
+            id=retried.conversation.workflow_id,
+            task_queue=api.settings.temporal_task_queue,
+            result_type=ConversationResult,
+        )
+
+    ran = await hand_over_and_run()
+    assert [o.reason for o in ran.outcomes] == ["accepted", "accepted", "slot_value_changed"]
+    repeated = await hand_over_and_run()
+    assert [o.reason for o in repeated.outcomes] == ["replayed"] * 3  # nothing applied again
+    decided = []
+    for result in (repeated, ran):
+        done = ConversationLineDone(import_id=import_id, tenant_id=t, line_no=1, result=result)
+        for _ in range(2):
+            decided.append((await ActivityEnvironment().run(activities.import_conversation_line, done)).decision)
+    assert decided == ["ADD"] * 4
+    [outcome] = await api.store.import_outcomes_between(import_id, 1, 1)
+    assert (outcome.decision, outcome.reason) == (
+        "ADD",
+        "replayed",
+    )  # the first recording's; the others changed nothing
+    rest = await ActivityEnvironment().run(activities.import_batch, job.model_copy(update={"position": 2}))
+    assert rest.done and rest.counts == {"ADD": 1} and rest.conversation is None
+    assert await api.store.import_counts(import_id) == {"ADD": 2}
+    rows = (await http.get("/v1/memories", headers=mo, params={"status": ["active", "superseded"]})).json()["items"]
+    assert len(rows) == 4  # Oslo (superseded), jazz, Bergen, the key
+    events = await audit_events(api, http, t)
+    assert sorted(e["memory_id"] for e in events if e["operation"] in ("create", "update")) == sorted(
+        m["id"] for m in rows
+    )
+
+
+async def test_memwarden_import_takes_its_token_from_the_environment_or_a_file_never_argv(
+    api: Api, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    t = tenant()
+    path = tmp_path / "token.ndjson"
+    path.write_text(line("Nia waters the orchids on Fridays") + "\n")
+    token = api.token(t, "nia")
+    command = ["-m", "stack.cli", "import", str(path), "--url", api.base_url]
+    code, _, err = await memwarden_cli([*command, "--token", token], env={})
+    assert code == 2 and "--token is refused" in err and "MEMWARDEN_TOKEN" in err and "--token-file" in err
+    assert token not in err
+    code, _, err = await memwarden_cli(command, env={})
+    assert code == 2 and "no token: set MEMWARDEN_TOKEN or pass --token-file" in err
+    code, _, err = await memwarden_cli([*command, "--token-file", str(tmp_path / "missing")], env={})
+    assert code == 2 and "cannot read --token-file" in err
+    (tmp_path / "token").write_text(token + "\n")
+    code, out, err = await memwarden_cli([*command, "--token-file", str(tmp_path / "token")], env={})
+    assert code == 0, err
+    assert "decided 1 of 1 lines: ADD 1" in out
+    code, out, err = await memwarden_cli(command, env={"MEMWARDEN_TOKEN": token})
+    assert code == 0 and "decided 1 of 1 lines: ADD 1" in out, err  # the same file: the same import
+    assert await live_contents(http, api.auth(t, "nia")) == ["Nia waters the orchids on Fridays"]
+
+
+async def memwarden_cli(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    """`python -m stack.cli ...` as a child process, without the caller's MEMWARDEN_TOKEN unless given."""
+    base = {k: v for k, v in os.environ.items() if k != "MEMWARDEN_TOKEN"}
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *args,
+        env=base | {"PYTHONPATH": str(REPO_ROOT)} | env,
+        cwd=REPO_ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(child.communicate(), 120)
+    return int(child.returncode or 0), out.decode(), err.decode()
+
+
+def test_a_conversation_lines_decision_is_the_strongest_of_its_candidates() -> None:
+    from memwarden.records import CandidateOutcome, ConversationResult, Decision, MemoryType, Scope
+    from memwarden.services.conversations import ConversationTarget, ImportedConversation
+    from memwarden.services.imports import conversation_outcome
+
+    line_ = ImportedConversation(
+        session_id="s",
+        received_at=_now(),
+        messages=[],
+        kept=[0, 2, 3],
+        withheld={1: "secret_detected"},
+        target=ConversationTarget("t", "o", Scope.USER, None, None, "user:o", "p"),
+    )
+
+    def outcome(*decided: tuple[int, Decision, str]) -> tuple[str, str, str | None, str | None]:
+        result = ConversationResult(
+            extractor="rules",
+            outcomes=[
+                CandidateOutcome(
+                    message_index=i, kind="fact", type=MemoryType.FACT, decision=d, reason=r, memory_id=f"m{i}"
+                )
+                for i, d, r in decided
+            ],
+        )
+        o = conversation_outcome(line_, ConversationLineDone(import_id="i", tenant_id="t", line_no=7, result=result))
+        assert o.line_no == 7
+        return o.decision, o.reason, o.field, o.memory_id
+
+    assert outcome((2, Decision.UPDATE, "slot_value_changed"), (1, Decision.ADD, "accepted")) == (
+        "ADD",
+        "accepted",
+        None,
+        "m1",
+    )
+    assert outcome((2, Decision.PENDING, "staged_inferred"), (0, Decision.NOOP, "duplicate")) == (
+        "PENDING",
+        "staged_inferred",
+        None,
+        "m2",
+    )
+    # Nothing changed and something refused: REJECT, naming the first refused message in the line's numbering
+    # (the withheld message 1 comes before the parked message 2, which is the line's message 3).
+    assert outcome((2, Decision.REJECT, "pii_detected"), (0, Decision.NOOP, "duplicate")) == (
+        "REJECT",
+        "secret_detected",
+        "messages.1.content",
+        None,
+    )
+    bare = line_.model_copy(update={"withheld": {}})
+    line_, saved = bare, line_
+    assert outcome((2, Decision.REJECT, "pii_detected")) == ("REJECT", "pii_detected", "messages.3.content", "m2")
+    assert outcome((0, Decision.NOOP, "duplicate")) == ("NOOP", "duplicate", None, "m0")
+    assert outcome() == ("NOOP", "nothing_extracted", None, None)
+    line_ = saved
+    failed = ConversationLineDone(import_id="i", tenant_id="t", line_no=7, failure="conversation_failed")
+    assert conversation_outcome(line_, failed).decision == "ERROR"
 
 
 def _now() -> Any:

@@ -415,6 +415,8 @@ def uncovered(fingerprint: Fingerprint, recorded: set[str]) -> set[str]:
     named |= {"complete", "fail", "cancel"}  # how every run ends
     if any(c.startswith("timer ") for c in issued):
         named |= {"timer", "cancel timer"}  # a condition's timeout timer is cancelled when the condition holds
+    if any(c.startswith("patch ") for c in issued):
+        named.add("upsert search attributes")  # `workflow.patched` also lists its patch in TemporalChangeVersion
     updates = [k.removeprefix("update ") for k in fingerprint.commands if k.startswith("update ")]
     named |= {f"accept update {u}" for u in updates} | ({"complete update"} if updates else set())
     return recorded - named

@@ -42,6 +42,7 @@ from memwarden.forget import MemorySelector, SourceSelector, selector_key, subje
 from memwarden.identity import Principal, Role, read_filter
 from memwarden.keys import Purpose
 from memwarden.policy.gate import GatePolicy
+from memwarden.policy.imports import ImportInput
 from memwarden.records import (
     Decision,
     ForgetInput,
@@ -69,11 +70,14 @@ from memwarden.records import (
     content_hash,
 )
 from memwarden.remediation import MemoriesSelector
-from memwarden.services.conversations import ConversationTarget, park_conversation
+from memwarden.services.conversations import ConversationTarget, ImportedConversation, park_conversation
 from memwarden.services.deps import Deps
 from memwarden.stores.forget import ForgetStore
 from memwarden.stores.remediation import RemediationStore
 from memwarden.stores.sql import SqlStore
+from memwarden.stores.sql.imports import CANDIDATE as CANDIDATE_LINE
+from memwarden.stores.sql.imports import CONVERSATION as CONVERSATION_LINE
+from memwarden.stores.sql.imports import ImportRow, ParkedLine
 from memwarden.stores.summaries import park_summary_request
 from memwarden.temporal.codec import ENCODING
 from memwarden.temporal.converter import data_converter
@@ -82,6 +86,7 @@ from stack.devserver import DevServer, free_port
 from tests.source_server import SourceServer, sources_toml
 from tests.workflows.fingerprints import patch_ids
 from worker.runtime import build_worker, open_deps
+from workflows.imports import ImportWorkflow
 from workflows.registry import (
     ALL_WORKFLOWS,
     ConversationWorkflow,
@@ -658,43 +663,77 @@ async def _retrieve_deadline(client: Client, deps: Deps, tq: str, wid: str) -> o
     return result
 
 
+def _fact_line(import_id: str, n: int, text: str) -> ParkedLine:
+    """A candidate line of USER_R's as the API parks it: the admitted input and the content."""
+    c = remember_input(
+        str(uuid.uuid5(uuid.NAMESPACE_URL, f"{import_id}-{n}")),
+        text,
+        tenant=TENANT,
+        owner=USER_R.sub,
+        actor=USER_R.actor,
+        type=MemoryType.FACT,
+    ).model_copy(update={"reason": "user_stated_fact", "importance": 0.8})
+    return ParkedLine(n, CANDIDATE_LINE, json.dumps({"input": c.model_dump(mode="json"), "content": text}))
+
+
+async def _run_import(client: Client, deps: Deps, tq: str, wid: str, import_id: str, lines: list[ParkedLine]) -> object:
+    """The import created and its lines parked as the API does, then ImportWorkflow run in batches of two;
+    returns its counts."""
+    now = datetime.now(UTC)
+    digest = hashlib.sha256(import_id.encode()).hexdigest()
+    total = len(lines)
+    await deps.store.create_import(
+        ImportRow(import_id, TENANT, "actor-hash", digest, total, "running", wid, now, now, None)
+    )
+    await deps.store.park_import_lines(import_id, TENANT, sorted(lines, key=lambda p: p.line_no), [], now)
+    result = await client.execute_workflow(
+        ImportWorkflow.run,
+        ImportInput(import_id=import_id, tenant_id=TENANT, total_lines=total, batch_size=2),
+        id=wid,
+        task_queue=tq,
+    )
+    return result.counts
+
+
 async def _import(client: Client, deps: Deps, tq: str, wid: str) -> object:
     """A three-line import parked as the API parks it (two facts, one secret), decided in two batches."""
-    from memwarden.policy.imports import ImportInput
-    from memwarden.stores.sql.imports import ImportRow, ParkedLine
-    from workflows.imports import ImportWorkflow
-
-    import_id = "import-record"
-    now = datetime.now(UTC)
-    await deps.store.create_import(
-        ImportRow(import_id, TENANT, "actor-hash", "0" * 64, 3, "running", wid, now, now, None)
-    )
     texts = [
         "The spare bike pump hangs in the garage",
         "The garden shears live in the shed",
         "the deploy key is AKIAZ7QXW3SYNTH5EXMP",
     ]
-    parked = []
-    for n, text in enumerate(texts, start=1):
-        c = remember_input(
-            str(uuid.uuid5(uuid.NAMESPACE_URL, f"import-record-{n}")),
-            text,
-            tenant=TENANT,
-            owner=USER_R.sub,
-            actor=USER_R.actor,
-            type=MemoryType.FACT,
-        ).model_copy(update={"reason": "user_stated_fact", "importance": 0.8})
-        parked.append(ParkedLine(n, "candidate", json.dumps({"input": c.model_dump(mode="json"), "content": text})))
-    await deps.store.park_import_lines(import_id, TENANT, parked, [], now)
-    result = await client.execute_workflow(
-        ImportWorkflow.run,
-        ImportInput(import_id=import_id, tenant_id=TENANT, total_lines=3, batch_size=2),
-        id=wid,
-        task_queue=tq,
+    lines = [_fact_line("import-record", n, text) for n, text in enumerate(texts, start=1)]
+    counts = await _run_import(client, deps, tq, wid, "import-record", lines)
+    if counts != {"ADD": 2, "REJECT": 1}:
+        raise RuntimeError(f"recording expected two ADDs and a REJECT, got {counts}")
+    return counts
+
+
+IMPORTED_CONVERSATION = "synthetic: I live in Coppertown."
+
+
+async def _import_conversation(client: Client, deps: Deps, tq: str, wid: str) -> object:
+    """A candidate line, a conversation line and another candidate, parked as the API parks them: the
+    conversation runs as a ConversationWorkflow child (its one candidate a RememberWorkflow grandchild), then
+    its line's outcome is recorded; three batches and the last, empty one."""
+    import_id = "import-record-conversation"
+    conversation = ImportedConversation(
+        session_id="session-import",
+        received_at=datetime.now(UTC),
+        messages=[Message(role=MessageRole.USER, content=IMPORTED_CONVERSATION, turn_id="i-u1")],
+        kept=[0],
+        withheld={},
+        target=ConversationTarget(TENANT, USER_R.sub, Scope.USER, None, None, USER_R.actor, USER_R.actor),
     )
-    if result.counts != {"ADD": 2, "REJECT": 1}:
-        raise RuntimeError(f"recording expected two ADDs and a REJECT, got {result.counts}")
-    return result
+    lines = [
+        _fact_line(import_id, 1, "The tide table is pinned by the boathouse door"),
+        ParkedLine(2, CONVERSATION_LINE, conversation.model_dump_json()),
+        _fact_line(import_id, 3, "The spare paddles are in the loft"),
+    ]
+    counts = await _run_import(client, deps, tq, wid, import_id, lines)
+    if counts != {"ADD": 3}:
+        raise RuntimeError(f"recording expected three ADDs (one from the conversation), got {counts}")
+    return counts
 
 
 CASES: tuple[Case, ...] = (
@@ -756,6 +795,7 @@ CASES: tuple[Case, ...] = (
     Case("RetrieveWorkflow", "read_deadline", _retrieve_deadline),
     Case("ConversationWorkflow", "extracted", _conversation),
     Case("ImportWorkflow", "two_batches", _import),
+    Case("ImportWorkflow", "conversation_line", _import_conversation),
 )
 
 
@@ -769,8 +809,19 @@ def workflow_names() -> set[str]:
     return {wf.__temporal_workflow_definition.name for wf in ALL_WORKFLOWS}  # type: ignore[attr-defined]
 
 
-async def record() -> dict[str, str]:
-    """Run every case on a fresh dev server; returns each history's JSON by file stem (`<Workflow>-<case>`)."""
+def selected(prefixes: list[str]) -> tuple[Case, ...]:
+    """The cases whose id (`<Workflow>-<case>`) starts with one of `prefixes`; every case when none is given."""
+    if not prefixes:
+        return CASES
+    chosen = tuple(c for c in CASES if c.workflow_id.startswith(tuple(prefixes)))
+    if not chosen:
+        raise SystemExit(f"no case matches {prefixes}")
+    return chosen
+
+
+async def record(cases: tuple[Case, ...] = CASES) -> dict[str, str]:
+    """Run the cases (every one by default) on a fresh dev server; returns each history's JSON by file stem
+    (`<Workflow>-<case>`)."""
     missing = workflow_names() - {c.workflow for c in CASES}
     if missing:
         raise SystemExit(f"no recorded case for workflows: {sorted(missing)}")
@@ -788,18 +839,21 @@ async def record() -> dict[str, str]:
                 settings = settings_for(data_dir / "stores", server.address, "record-histories")
                 client = await connect_client(settings, identity=IDENTITY)
                 async with open_deps(settings) as deps, build_worker(client, deps):
-                    for case in CASES:
+                    for case in cases:
                         await case.run(client, deps, settings.temporal_task_queue, case.workflow_id)
                 return {
                     c.workflow_id: (await client.get_workflow_handle(history_id(c)).fetch_history()).to_json()
-                    for c in CASES
+                    for c in cases
                 }
 
 
-def write_histories(histories: dict[str, str], out_dir: Path = HISTORIES_DIR) -> list[Path]:
-    """Replace the directory's histories with these (a renamed case leaves no stale file behind)."""
+def write_histories(
+    histories: dict[str, str], out_dir: Path = HISTORIES_DIR, *, replace_all: bool = True
+) -> list[Path]:
+    """Replace the directory's histories with these (a renamed case leaves no stale file behind), or with
+    `replace_all` off, only the files of these cases."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in out_dir.glob("*.json"):
+    for stale in out_dir.glob("*.json") if replace_all else ():
         stale.unlink()
     written = []
     for stem, text in sorted(histories.items()):
@@ -809,10 +863,15 @@ def write_histories(histories: dict[str, str], out_dir: Path = HISTORIES_DIR) ->
     return written
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """`python -m tests.workflows.record_histories [PREFIX ...]`: every case, or only those whose id starts
+    with a prefix (`ImportWorkflow`, `RememberWorkflow-staged`), leaving the other files as they are. A
+    case that depends on an earlier one (a staged write's settlement) needs that one selected too."""
+    prefixes = sys.argv[1:] if argv is None else argv
     # The activity_fails case fails on purpose; its three tracebacks would only be noise here.
     logging.getLogger("temporalio.activity").setLevel(logging.ERROR)
-    for path in write_histories(asyncio.run(record())):
+    histories = asyncio.run(record(selected(prefixes)))
+    for path in write_histories(histories, replace_all=not prefixes):
         print(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path)
 
 

@@ -38,6 +38,10 @@ class ImportRow:
     completed_at: datetime | None
 
 
+CANDIDATE, CONVERSATION = "candidate", "conversation"
+"""The kinds of parked line: a `POST /v1/memories` body, a `POST /v1/conversations` body."""
+
+
 @dataclass(frozen=True)
 class ParkedLine:
     line_no: int
