@@ -8,6 +8,7 @@ A bench may register extra workflows and activities (the Temporal floor) on the 
 from __future__ import annotations
 
 import asyncio
+import compileall
 import contextlib
 import dataclasses
 import os
@@ -38,6 +39,14 @@ from worker.runtime import build_worker, open_deps
 
 FLOOR_SANDBOX = dataclasses.replace(SANDBOX, restrictions=SANDBOX.restrictions.with_passthrough_modules("bench.floor"))
 """The production sandbox plus the floor's module passed through, so the floor is Temporal's cost alone."""
+
+
+def compile_project() -> None:
+    """Byte-compile the project's modules, as `make install` and a wheel install do, so that a bench
+    measures an installed service even where Python writes no bytecode (PYTHONDONTWRITEBYTECODE)."""
+    root = Path(__file__).resolve().parents[1]
+    for package in ("memwarden", "workflows", "activities", "api", "worker", "stack"):
+        compileall.compile_dir(root / package, quiet=1)
 
 
 def floor_queue(settings: Settings) -> str:
@@ -73,6 +82,7 @@ class Stack:
 async def running_stack(data_dir: Path) -> AsyncIterator[Stack]:
     """Start everything; stop it all on exit."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    await asyncio.to_thread(compile_project)
     await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
     dev = DevServer(data_dir / "temporal", port=free_port(), headless=True)
     await dev.start()
