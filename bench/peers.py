@@ -88,7 +88,8 @@ DOC_IMG = report.DOC.parent / "img"
 
 
 def session_number(session: str) -> int:
-    """ "session_12" -> 12: sessions in the order they happened ("session_10" sorts before "session_2")."""
+    """A session's number, "session_12" -> 12: sessions in the order they happened, where names sort
+    "session_10" before "session_2"."""
     found = re.search(r"(\d+)$", session)
     return int(found.group(1)) if found else 0
 
@@ -291,10 +292,11 @@ class InProcess:
 
         with logged_warnings() as logged:
             elapsed, errors = run_threads(len(work), len(work[0]), call)
+        what = f"{'searches' if op == 'search' else 'writes'} at {len(work)} clients"
         for message, count in logged.items():
-            self.warnings[f"{op}s at {len(work)} clients: {message}"] += count
+            self.warnings[f"{what}: {message}"] += count
         for message, count in errors.items():
-            self.errors[f"{op}s at {len(work)} clients: {message}"] += count
+            self.errors[f"{what}: {message}"] += count
         return elapsed, sum(errors.values())
 
     def own_cpu(self, parts: dict[str, float]) -> dict[str, float]:
@@ -434,28 +436,41 @@ async def cpu_per_op(s: System, ops: int, questions: Sequence[Question], seed: i
 async def throughput(
     systems: Sequence[System], levels: Sequence[int], total: int, questions: Sequence[Question], seed: int
 ) -> dict[str, dict[str, Any]]:
-    """Searches/s and writes/s with each number of concurrent clients; each level runs every system in turn.
-    A rate counts the requests that succeeded; the ones that failed are counted beside it."""
+    """Searches/s, then writes/s, with each number of concurrent clients; each level runs every system in
+    turn. A rate counts the requests that succeeded; the ones that failed are counted beside it. Searches
+    go first: concurrent writes can leave a library's store broken (qdrant-client's local mode does), and
+    a search rate is then the store's breakage, not its speed; one search after all the writes says
+    whether the store still answers."""
     out: dict[str, dict[str, Any]] = {
         s.key: {"searches_per_s": {}, "writes_per_s": {}, "requests": {}, "search_failures": {}, "write_failures": {}}
         for s in systems
     }
     texts = [q.text for q in questions]
-    for level, clients in enumerate(levels):
-        count = per_client(total, clients)
-        queries = [[texts[(i * count + n) % len(texts)] for n in range(count)] for i in range(clients)]
-        writes = load_texts(seed + clients, clients, count)
-        for s in in_turn(systems, level):
-            row, at = out[s.key], str(clients)
-            row["requests"][at] = clients * count
-            for op, work, rate, failures in (
-                ("search", queries, "searches_per_s", "search_failures"),
-                ("write", writes, "writes_per_s", "write_failures"),
-            ):
+    for op, rate, failures in (
+        ("search", "searches_per_s", "search_failures"),
+        ("write", "writes_per_s", "write_failures"),
+    ):
+        for level, clients in enumerate(levels):
+            count = per_client(total, clients)
+            if op == "search":
+                work = [[texts[(i * count + n) % len(texts)] for n in range(count)] for i in range(clients)]
+            else:
+                work = load_texts(seed + clients, clients, count)
+            for s in in_turn(systems, level):
                 elapsed, failed = await s.concurrent(op, work)
+                row, at = out[s.key], str(clients)
+                row["requests"][at] = clients * count
                 row[rate][at] = round((clients * count - failed) / elapsed, 1)
                 row[failures][at] = failed
-        print(f"  {clients} clients: done", flush=True)
+            print(f"  {rate} at {clients} clients: done", flush=True)
+    for s in systems:
+        try:
+            await s.search(OWNER, texts[0])
+            out[s.key]["searches_after_concurrent_writes"] = "answered"
+        except Exception as error:
+            out[s.key]["searches_after_concurrent_writes"] = (
+                f"{type(error).__name__}: {str(error).splitlines()[0][:160]}"
+            )
     return out
 
 
@@ -659,6 +674,9 @@ def markdown(result: dict[str, Any], plots: dict[str, Path]) -> str:
                 notes.append(f"{r['label']} at N={int(size):,} logged {count}x under {warning}.")
             for error, count in r.get("errors", {}).items():
                 notes.append(f"{r['label']} at N={int(size):,}: {count} calls raised under {error}.")
+            after = r.get("searches_after_concurrent_writes", "answered")
+            if after != "answered":
+                notes.append(f"{r['label']} at N={int(size):,}, after the concurrent writes, a search raises {after}.")
     for what, reasons in result["not_run"].items():
         if reasons:
             notes.append(f"Not run: {what}, because " + "; ".join(reasons) + ".")

@@ -166,6 +166,7 @@ def _result() -> dict[str, Any]:
         "warnings": {"writes at 8 clients: Failed to save FAISS index": 2},
         "errors": {"searches at 8 clients: OperationalError: cannot start a transaction": 7},
         "search_failures": {"1": 0, "8": 7},
+        "searches_after_concurrent_writes": "IndexError: index 887 is out of bounds",
     }
     del peer["decisions_on_turns"]
     return {
@@ -192,6 +193,8 @@ def test_the_published_section_has_a_row_per_system_and_says_what_did_not_run(tm
     assert "logged 2x under writes at 8 clients: Failed to save FAISS index" in text
     assert "| 30.0 (7 of 160 failed) | 25.0 |" in text  # a rate never hides its failures
     assert "7 calls raised under searches at 8 clients: OperationalError" in text
+    assert "after the concurrent writes, a search raises IndexError: index 887 is out of bounds." in text
+    assert text.count("after the concurrent writes") == 1  # memwarden's store answered
     assert "Plots:" not in text  # a plot that was not drawn is not linked
     plot.write_bytes(b"png")
     assert "[R@5 per system](" in peers.markdown(_result(), {"R@5 per system": plot})
