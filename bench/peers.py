@@ -48,6 +48,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import textwrap
 import time
 import uuid
 from collections import Counter
@@ -712,8 +713,8 @@ def plot(result: dict[str, Any], where: Path) -> dict[str, Path]:
             xs = [int(s) for s in sizes if k in result["results"][s]["systems"]]
             rows = [result["results"][s]["systems"][k][metric] for s in sizes if k in result["results"][s]["systems"]]
             line = ax.plot(xs, [r["p50"] for r in rows], marker="o", label=label[k])[0]
-            ax.plot(xs, [r["p95"] for r in rows], linestyle="--", color=line.get_color(), alpha=0.6)
-        ax.set(title=f"{title} latency (p50 solid, p95 dashed)", xlabel="memories of the owner (N)", ylabel="ms")
+            ax.plot(xs, [r["p95"] for r in rows], linestyle="--", marker="x", color=line.get_color(), alpha=0.6)
+        ax.set(title=f"{title} latency (p50 o, p95 x)", xlabel="memories of the owner (N)", ylabel="ms")
         ax.set_xticks([int(s) for s in sizes])
         ax.grid(alpha=0.3)
     axes[1].legend(fontsize=7)
@@ -742,7 +743,8 @@ def plot(result: dict[str, Any], where: Path) -> dict[str, Path]:
         values = [result["results"][s]["systems"].get(k, {}).get("recall@5", 0.0) for k in keys]
         bars = ax.bar([i + j * width for i in range(len(keys))], values, width, label=f"N={int(s):,}")
         ax.bar_label(bars, fmt="%.3f", fontsize=7)
-    ax.set_xticks([i + width * (len(sizes) - 1) / 2 for i in range(len(keys))], [label[k] for k in keys], fontsize=7)
+    names = [textwrap.fill(label[k], 22) for k in keys]
+    ax.set_xticks([i + width * (len(sizes) - 1) / 2 for i in range(len(keys))], names, fontsize=7)
     ax.set(title=f"R@{result['k']} on LoCoMo, one owner", ylabel=f"R@{result['k']}", ylim=(0, 1))
     ax.legend(fontsize=7)
     fig.tight_layout()
