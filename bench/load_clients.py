@@ -5,9 +5,12 @@ the benchmark's HTTP clients (httpx, their event loop, the JSON) would take the 
 measure. Here they share only the machine's cores, as a load generator on the same box does.
 
 Protocol (stdin/stdout, one JSON line each): the parent sends the job (base URL, per-client headers and
-names, writes per client, seed); this process builds its clients, prints `{"ready": true}`, waits for one
+names, requests per client, seed); this process builds its clients, prints `{"ready": true}`, waits for one
 more line ("go"), runs every client at once, and prints `{"elapsed_s", "decisions", "failed"}`.
-Every text is synthetic.
+
+A job writes by default: synthetic texts, or a client's own `texts` when its spec has them (so a bench can
+hand every system it compares the same writes). With `"op": "search"` each client instead asks its
+`queries` in turn through `POST /v1/search` (k from the job, 5 by default), counted as "searched".
 """
 
 from __future__ import annotations
@@ -17,11 +20,15 @@ import json
 import random
 import sys
 import time
+from asyncio.subprocess import PIPE
 from collections import Counter
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 
+T = TypeVar("T")
 WORDS = (
     "harbour lantern maple quartz orchard violet canyon ember falcon meadow cobalt juniper saffron tundra "
     "willow basalt citrus dune glacier hazel indigo kestrel lagoon marble nectar opal prairie quill russet"
@@ -52,6 +59,17 @@ def body(rng: random.Random, who: str) -> dict[str, Any]:
     }
 
 
+def request(job: dict[str, Any], spec: dict[str, Any], n: int, rng: random.Random) -> tuple[str, dict[str, Any]]:
+    """The path and body of a client's n-th request."""
+    if job.get("op", "write") == "search":
+        queries = spec["queries"]
+        return "/v1/search", {"query": queries[n % len(queries)], "k": job.get("k", 5)}
+    sent = body(rng, spec["who"])
+    if spec.get("texts"):
+        sent["content"] = spec["texts"][n % len(spec["texts"])]
+    return "/v1/memories", sent
+
+
 async def run(job: dict[str, Any]) -> dict[str, Any]:
     rng = random.Random(job["seed"])
     decisions: Counter[str] = Counter()
@@ -64,17 +82,42 @@ async def run(job: dict[str, Any]) -> dict[str, Any]:
 
         async def client(spec: dict[str, Any]) -> None:
             nonlocal failed
-            for _ in range(job["per_client"]):
-                answer = await http.post("/v1/memories", headers=spec["headers"], json=body(rng, spec["who"]))
+            for n in range(job["per_client"]):
+                path, sent = request(job, spec, n, rng)
+                answer = await http.post(path, headers=spec["headers"], json=sent)
                 if answer.status_code != 200:
                     failed += 1
                 else:
-                    decisions[answer.json()["decision"]] += 1
+                    decisions[answer.json().get("decision", "searched")] += 1
 
         start = time.perf_counter()
         await asyncio.gather(*(client(spec) for spec in job["clients"]))
         elapsed = time.perf_counter() - start
     return {"elapsed_s": elapsed, "decisions": dict(decisions), "failed": failed}
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+async def run_elsewhere(job: dict[str, Any], measure: Callable[[], T]) -> tuple[dict[str, Any], T, T]:
+    """Run `job` in a process of its own (this module as `python -m bench.load_clients`): its report, and
+    `measure()` read just before the clients start and just after they finish (before the process exits,
+    while its CPU is still listed in /proc)."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bench.load_clients", cwd=ROOT, stdin=PIPE, stdout=PIPE
+    )
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.write(json.dumps(job).encode() + b"\n")
+    await child.stdin.drain()
+    if json.loads(await child.stdout.readline()) != {"ready": True}:
+        raise RuntimeError("the load clients did not start")
+    before = measure()
+    child.stdin.write(b"go\n")
+    await child.stdin.drain()
+    report = json.loads(await child.stdout.readline())
+    after = measure()
+    await child.wait()
+    return report, before, after
 
 
 if __name__ == "__main__":

@@ -39,6 +39,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from bench import report
 from bench.stack import Stack, running_stack, summary_ms
 from memwarden.identity import Principal, Role, read_filter
@@ -181,6 +183,64 @@ def _mean(values: list[float]) -> float:
     return round(sum(values) / len(values), 3) if values else 0.0
 
 
+def turn_body(t: Turn, *, session: str | None = None) -> dict[str, Any]:
+    """The `POST /v1/memories` body for a turn, as an agent recording a conversation sends it: the turn's
+    owner states it (explicit importance), with its session, turn id and speaker as provenance and an
+    idempotency key per turn. `session` overrides the turn's own (several conversations of one owner
+    need distinct session names); empty provenance fields are left out."""
+    provenance = {"session": session or t.session, "turn": t.dia_id, "speaker": t.speaker}
+    return {
+        "content": t.content,
+        "type": "episodic",
+        "source_kind": "user",
+        "reason": "user_stated_fact",
+        "importance": 0.8,
+        "idempotency_key": f"locomo-{t.conv}-{t.dia_id}",
+        "provenance": {name: value for name, value in provenance.items() if value},
+    }
+
+
+async def post_memory(http: httpx.AsyncClient, body: dict[str, Any], token: str) -> httpx.Response:
+    """`POST /v1/memories`, retried a few times on 503 (the writer queue is full: back off, as a client should)."""
+    for attempt in range(5):
+        answer = await http.post("/v1/memories", json=body, headers={"Authorization": f"Bearer {token}"})
+        if answer.status_code != 503:
+            break
+        await asyncio.sleep(0.5 * (attempt + 1))
+    return answer
+
+
+async def settle(http: httpx.AsyncClient, answer: httpx.Response, token: str, decisions: Counter[str]) -> str | None:
+    """Count the gate's decision on a write and return the memory id the turn maps to: the new memory's,
+    the live duplicate's for NOOP, None for REJECT or an HTTP error. A PENDING (staged) write is
+    confirmed by its owner through `POST /v1/memories/{id}/confirm` (e.g. "always ..." reads as
+    behaviour-changing), as the person who said it would on their memory page."""
+    if answer.status_code != 200:
+        decisions[f"http_{answer.status_code}"] += 1
+        return None
+    out = answer.json()
+    decisions[out["decision"]] += 1
+    if out["decision"] == "PENDING" and out.get("memory_id"):
+        confirmed = await http.post(
+            f"/v1/memories/{out['memory_id']}/confirm", headers={"Authorization": f"Bearer {token}"}
+        )
+        if confirmed.status_code == 200 and confirmed.json()["decision"] in ("ADD", "UPDATE"):
+            decisions[CONFIRMED] += 1
+            return confirmed.json()["memory_id"] or out["memory_id"]
+        return None
+    if out.get("memory_id") and out["decision"] in ("ADD", "UPDATE", "NOOP"):
+        return out["memory_id"]
+    return None
+
+
+def evidence_ids(mapping: dict[tuple[int, str], str], q: Question) -> set[str]:
+    """The memory ids of a question's evidence turns. A turn the gate REJECTed (or that was never
+    written) maps to nothing: it is padded with a placeholder, so it counts as a miss for every ranker."""
+    found = {mapping[(q.conv, e)] for e in q.evidence if (q.conv, e) in mapping}
+    missing = len({e for e in q.evidence if (q.conv, e) not in mapping})
+    return found | {f"rejected-{q.conv}-{j}" for j in range(missing)}
+
+
 async def load_turns(stack: Stack, corpus: Corpus, tenant: str) -> tuple[dict[tuple[int, str], str], Counter[str]]:
     """Every turn through POST /v1/memories as its owner; returns turn -> memory id and decision counts."""
     tokens = {c: stack.token(tenant=tenant, sub=owner_of(c), role="user") for c in {t.conv for t in corpus.turns}}
@@ -194,39 +254,10 @@ async def load_turns(stack: Stack, corpus: Corpus, tenant: str) -> tuple[dict[tu
     async def writer() -> None:
         while not queue.empty():
             t = queue.get_nowait()
-            body = {
-                "content": t.content,
-                "type": "episodic",
-                "source_kind": "user",
-                "reason": "user_stated_fact",
-                "importance": 0.8,
-                "idempotency_key": f"locomo-{t.conv}-{t.dia_id}",
-                "provenance": {"session": t.session, "turn": t.dia_id, "speaker": t.speaker},
-            }
-            for attempt in range(5):
-                answer = await stack.http.post(
-                    "/v1/memories", json=body, headers={"Authorization": f"Bearer {tokens[t.conv]}"}
-                )
-                if answer.status_code != 503:
-                    break
-                await asyncio.sleep(0.5 * (attempt + 1))
-            if answer.status_code != 200:
-                decisions[f"http_{answer.status_code}"] += 1
-                continue
-            out = answer.json()
-            decisions[out["decision"]] += 1
-            if out["decision"] == "PENDING" and out.get("memory_id"):
-                # Staged by the gate (e.g. "always ..." reads as behaviour-changing): the owner, who
-                # said it, confirms it, as a person would on their memory page.
-                confirmed = await stack.http.post(
-                    f"/v1/memories/{out['memory_id']}/confirm", headers={"Authorization": f"Bearer {tokens[t.conv]}"}
-                )
-                if confirmed.status_code == 200 and confirmed.json()["decision"] in ("ADD", "UPDATE"):
-                    decisions[CONFIRMED] += 1
-                    mapping[(t.conv, t.dia_id)] = confirmed.json()["memory_id"] or out["memory_id"]
-                continue
-            if out.get("memory_id") and out["decision"] in ("ADD", "UPDATE", "NOOP"):
-                mapping[(t.conv, t.dia_id)] = out["memory_id"]
+            answer = await post_memory(stack.http, turn_body(t), tokens[t.conv])
+            memory_id = await settle(stack.http, answer, tokens[t.conv], decisions)
+            if memory_id is not None:
+                mapping[(t.conv, t.dia_id)] = memory_id
             done = sum(n for d, n in decisions.items() if d != CONFIRMED)
             if done % 500 == 0:
                 print(f"  loaded {done}/{len(corpus.turns)} in {time.monotonic() - started:.0f}s", flush=True)
@@ -280,10 +311,7 @@ async def evaluate(stack: Stack, corpus: Corpus, tenant: str, mapping: dict[tupl
     }
     dense_vectors = await asyncio.to_thread(embedder.embed, [q.text for q in corpus.questions])
     for i, q in enumerate(corpus.questions):
-        evidence = {mapping[(q.conv, e)] for e in q.evidence if (q.conv, e) in mapping}
-        missing = len({e for e in q.evidence if (q.conv, e) not in mapping})
-        # A REJECTed evidence turn is a miss for every ranker: pad the evidence set with placeholders.
-        evidence |= {f"rejected-{q.conv}-{j}" for j in range(missing)}
+        evidence = evidence_ids(mapping, q)
         start = time.perf_counter()
         answer = await stack.http.post(
             "/v1/search", json={"query": q.text, "k": 10}, headers={"Authorization": f"Bearer {agents[q.conv]}"}

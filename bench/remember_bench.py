@@ -33,7 +33,6 @@ import sys
 import tempfile
 import time
 import uuid
-from asyncio.subprocess import PIPE
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,7 @@ from temporalio.worker import Worker  # noqa: E402
 
 from bench import report as published  # noqa: E402
 from bench.floor import FloorWorkflow, noop  # noqa: E402
-from bench.load_clients import body  # noqa: E402
+from bench.load_clients import body, run_elsewhere  # noqa: E402
 from bench.stack import FLOOR_SANDBOX, cpu_by_part, per_op_ms, python_speed_ms, rounded  # noqa: E402
 from memwarden.temporal.client import connect  # noqa: E402
 from tests.integration.api_stack import Api, embedded_api  # noqa: E402
@@ -155,19 +154,7 @@ async def measure(api: Api, args: argparse.Namespace, floor: Any, write: Any, ht
             "per_client": args.per_client,
             "seed": 11,
         }
-        child = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bench.load_clients", cwd=ROOT, stdin=PIPE, stdout=PIPE
-        )
-        assert child.stdin is not None and child.stdout is not None
-        child.stdin.write(json.dumps(job).encode() + b"\n")
-        await child.stdin.drain()
-        assert json.loads(await child.stdout.readline()) == {"ready": True}
-        cpu = cpu_by_part()
-        child.stdin.write(b"go\n")
-        await child.stdin.drain()
-        report = json.loads(await child.stdout.readline())
-        after = cpu_by_part()  # before it exits: a finished child's CPU is no longer listed
-        await child.wait()
+        report, cpu, after = await run_elsewhere(job, cpu_by_part)
         if report["failed"]:
             raise RuntimeError(f"{report['failed']} writes failed")
         decisions.update(report["decisions"])

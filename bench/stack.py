@@ -11,6 +11,7 @@ import asyncio
 import compileall
 import contextlib
 import dataclasses
+import math
 import os
 import statistics
 import time
@@ -129,9 +130,10 @@ async def running_stack(data_dir: Path) -> AsyncIterator[Stack]:
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100) of a non-empty sample."""
+    """Nearest-rank percentile (q in 0..100) of a non-empty sample: the ceil(q/100 * n)-th smallest.
+    (Not round(x + 0.5): Python rounds halves to even, which took the 96th of 100 values for p95.)"""
     ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    rank = max(1, min(len(ordered), math.ceil(q * len(ordered) / 100)))
     return ordered[rank - 1]
 
 
