@@ -14,6 +14,7 @@ for the content whose hash the input names, then decides with the whole gate.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import uuid
@@ -41,15 +42,22 @@ async def prescreen(state: ApiState, request: RememberInput, content: str) -> tu
     field, as the activity does. A detector that fails is a 503 with nothing stored (fail closed).
     """
     ref = request.source_ref
-    enabled, _, quarantined = await state.store.screen_inputs(
-        request.tenant_id, request.owner_id, request.candidate_ref, (ref.system, ref.key) if ref else None
+    # The owner's switch and the source's quarantine are read while the detectors run (both off the loop).
+    inputs = asyncio.ensure_future(
+        state.store.screen_inputs(
+            request.tenant_id, request.owner_id, request.candidate_ref, (ref.system, ref.key) if ref else None
+        )
     )
     try:
         screening = await detect.screen_async(
             content, source_kind=request.source_kind, fields=detect.free_text_fields(request)
         )
-    except detect.DetectionError:
-        raise Problem(503, "remember_failed", "the write could not be screened; nothing was stored") from None
+    except BaseException as exc:
+        inputs.cancel()
+        if isinstance(exc, detect.DetectionError):
+            raise Problem(503, "remember_failed", "the write could not be screened; nothing was stored") from None
+        raise
+    enabled, _, quarantined = await inputs
     screened = Screened(screening=screening, memory_enabled=enabled, source_quarantined=quarantined)
     return screening, precheck(screened.gate_input(request), state.settings.gate_policy)
 
