@@ -45,3 +45,21 @@ def wrap(owner: Any, attr: str, name: str) -> None:
             mark(f"{name}:end")
 
     setattr(owner, attr, timed)
+
+
+def wrap_temporal() -> None:
+    """Marks for Temporal's own steps on the path: the client's start (`client.start`), the wait for the
+    result (`client.result`) and, on the worker, building the run's sandboxed instance (`sandbox`, a
+    private method of the SDK's workflow worker: marked only where it exists), plus the claim checks
+    parked before the start (`park`) and read back by the activity (`claims`)."""
+    import temporalio.client as temporal_client
+    import temporalio.worker._workflow as workflow_worker
+
+    from memwarden.stores.sql import SqlStore
+
+    wrap(temporal_client.Client, "start_workflow", "client.start")
+    wrap(temporal_client.WorkflowHandle, "result", "client.result")
+    if hasattr(workflow_worker, "_WorkflowWorker"):
+        wrap(workflow_worker._WorkflowWorker, "_create_workflow_instance", "sandbox")
+    wrap(SqlStore, "put_candidates", "park")
+    wrap(SqlStore, "get_candidates", "claims")

@@ -38,7 +38,7 @@ import api.routes.search as search_route
 import memwarden.services.retrieve as retrieve_service
 from bench import report
 from bench.latency import POOL, TENANT, bulk_load, owner, sentence
-from bench.phase_marks import MARKS, wrap
+from bench.phase_marks import MARKS, wrap, wrap_temporal
 from bench.stack import python_speed_ms, running_stack
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.vectors_edge import EdgeIndex
@@ -54,6 +54,7 @@ def instrument() -> None:
     wrap(EdgeIndex, "hybrid", "hybrid")
     wrap(SqlStore, "eligible_meta", "meta")
     wrap(SqlStore, "answer_search", "answer")
+    wrap_temporal()
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:

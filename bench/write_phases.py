@@ -37,7 +37,7 @@ import memwarden.detect as detect  # noqa: E402
 import memwarden.services.remember as remember_service  # noqa: E402
 from bench import report  # noqa: E402
 from bench.load_clients import body  # noqa: E402
-from bench.phase_marks import MARKS, wrap  # noqa: E402
+from bench.phase_marks import MARKS, wrap, wrap_temporal  # noqa: E402
 from bench.stack import python_speed_ms  # noqa: E402
 from memwarden.stores.sql import SqlStore  # noqa: E402
 from memwarden.stores.vectors_edge import EdgeIndex  # noqa: E402
@@ -48,6 +48,7 @@ from worker import event_loop  # noqa: E402
 def instrument() -> None:
     """Wrap the write path's steps (before the stack starts, so every reference sees the wrappers)."""
     wrap(memories_route, "_execute_remember", "route:wf")
+    wrap(memories_route, "prescreen", "prescreen")
     wrap(remember_service.RememberService, "_embed", "embed")
     wrap(remember_service.RememberService, "remember", "act")
     wrap(SqlStore, "screen_inputs", "inputs")
@@ -56,6 +57,7 @@ def instrument() -> None:
     wrap(EdgeIndex, "nearest", "nearest")
     wrap(EdgeIndex, "upsert", "upsert")
     wrap(detect, "screen", "detect")
+    wrap_temporal()
 
 
 async def main(args: argparse.Namespace) -> list[tuple[str, float, int]]:
