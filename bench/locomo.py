@@ -111,6 +111,14 @@ def recall(ranked: list[str], evidence: set[str], k: int) -> float:
     return len(evidence & set(ranked[:k])) / len(evidence) if evidence else 0.0
 
 
+def evidence_ids(q: Question, mapping: dict[tuple[int, str], str]) -> set[str]:
+    """The memories holding a question's evidence turns. A REJECTed evidence turn (no memory) is a miss
+    for every ranker: it stays in the set as a placeholder no result can match."""
+    evidence = {mapping[(q.conv, e)] for e in q.evidence if (q.conv, e) in mapping}
+    missing = len({e for e in q.evidence if (q.conv, e) not in mapping})
+    return evidence | {f"rejected-{q.conv}-{j}" for j in range(missing)}
+
+
 TUNE_CONVERSATIONS = frozenset(range(5))
 """Conversations 0-4: where the ranking's conversation-context weights were chosen (docs/decisions)."""
 
@@ -280,10 +288,7 @@ async def evaluate(stack: Stack, corpus: Corpus, tenant: str, mapping: dict[tupl
     }
     dense_vectors = await asyncio.to_thread(embedder.embed, [q.text for q in corpus.questions])
     for i, q in enumerate(corpus.questions):
-        evidence = {mapping[(q.conv, e)] for e in q.evidence if (q.conv, e) in mapping}
-        missing = len({e for e in q.evidence if (q.conv, e) not in mapping})
-        # A REJECTed evidence turn is a miss for every ranker: pad the evidence set with placeholders.
-        evidence |= {f"rejected-{q.conv}-{j}" for j in range(missing)}
+        evidence = evidence_ids(q, mapping)
         start = time.perf_counter()
         answer = await stack.http.post(
             "/v1/search", json={"query": q.text, "k": 10}, headers={"Authorization": f"Bearer {agents[q.conv]}"}
