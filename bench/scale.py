@@ -60,6 +60,7 @@ TENANT = "scale"
 TARGET_GROWTH = 1.3
 """Search p50 at the largest size over the smallest's, at most (issue 26: from 10k to 1M)."""
 WARMUP = 20
+LOAD_CHUNK = 50_000
 K = 5
 BACKENDS = ("sqlite", "postgres")
 DEFAULT_POSTGRES = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
@@ -103,6 +104,17 @@ def growth(p50_by_size: Mapping[int, float]) -> float | None:
 
 def meets_target(ratio: float | None) -> bool | None:
     return None if ratio is None else ratio <= TARGET_GROWTH
+
+
+def growths(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """A backend's growth of search p50, and of search p50 / floor p50, over the sizes it measured."""
+    by_size = {int(size): r for size, r in results.items() if "not_loaded" not in r}
+    p50 = growth({size: r["search API"]["p50"] for size, r in by_size.items()})
+    return {
+        "growth p50": p50,
+        "growth p50 / floor p50": growth({size: r["ratio p50 API/floor"] for size, r in by_size.items()}),
+        "meets target": meets_target(p50),
+    }
 
 
 def memories(stack: Stack) -> dict[str, float | None]:
@@ -158,6 +170,31 @@ async def measure(
     }
 
 
+def projected_s(done: int, elapsed: float, total: int) -> float:
+    """Seconds to load `total` memories at the rate of the first `done` (`elapsed` seconds)."""
+    return elapsed / done * total
+
+
+async def load_step(
+    stack: Stack, start: int, stop: int, args: argparse.Namespace, pool: list[str], vectors: Any
+) -> tuple[int, float]:
+    """Synthetic memories start..stop-1 in chunks, progress printed; stops early when the step, at the rate
+    measured so far, would take longer than `--max-load-minutes`. Returns (loaded up to, seconds)."""
+    started = time.monotonic()
+    lo = start
+    while lo < stop:
+        hi = min(lo + LOAD_CHUNK, stop)
+        await bulk_load(stack, lo, hi, args.per_owner, pool, vectors, tenant=TENANT, optimise=False)
+        lo, elapsed = hi, time.monotonic() - started
+        if lo < stop:
+            expected = projected_s(lo - start, elapsed, stop - start)
+            step = f"+{lo - start:,} of +{stop - start:,} in {elapsed:.0f}s"
+            print(f"  {args.run_backend}: {step}, {expected:.0f}s for the step at this rate", flush=True)
+            if args.max_load_minutes and expected > args.max_load_minutes * 60:
+                return lo, elapsed
+    return lo, time.monotonic() - started
+
+
 async def run_backend(args: argparse.Namespace) -> dict[str, Any]:
     """One backend, every size, in this process."""
     began = time.monotonic()
@@ -178,22 +215,24 @@ async def run_backend(args: argparse.Namespace) -> dict[str, Any]:
                 target = size - real
                 if target < loaded:
                     raise ValueError(f"size {size} is below what is loaded already ({loaded + real})")
-                started = time.monotonic()
-                await bulk_load(stack, loaded, target, args.per_owner, pool, vectors, tenant=TENANT, optimise=False)
-                load_s = time.monotonic() - started
-                started = time.monotonic()
-                await optimise_index(stack)
-                optimise_s = time.monotonic() - started
-                added, loaded = target - loaded, target
-                step = f"+{added} in {load_s:.0f}s, optimised in {optimise_s:.0f}s"
-                print(f"{args.run_backend} {size}: {step}", flush=True)
-                row = {
+                done, load_s = await load_step(stack, loaded, target, args, pool, vectors)
+                added, wanted, loaded = done - loaded, target - loaded, done
+                row: dict[str, Any] = {
                     "added": added,
                     "ingest_s": round(load_s, 1),
                     "ingest_per_s": round(added / load_s) if load_s > 0 else None,
-                    "optimise_s": round(optimise_s, 1),
-                    "memory": memories(stack),
                 }
+                if done < target:  # over the budget: this size is not measured, nor any larger one
+                    row["not_loaded"] = {"wanted": wanted, "projected_s": round(projected_s(added, load_s, wanted))}
+                    results[str(size)] = row
+                    print(json.dumps({args.run_backend: {size: row}}), flush=True)
+                    break
+                started = time.monotonic()
+                await optimise_index(stack)
+                row["optimise_s"] = round(time.monotonic() - started, 1)
+                row["memory"] = memories(stack)
+                step = f"+{added} in {load_s:.0f}s, optimised in {row['optimise_s']:.0f}s"
+                print(f"{args.run_backend} {size}: {step}", flush=True)
                 row |= await measure(stack, data, mapping, args.queries, args.cpu_rounds)
                 results[str(size)] = row
                 print(json.dumps({args.run_backend: {size: row}}), flush=True)
@@ -260,6 +299,8 @@ async def run_child(args: argparse.Namespace, backend: str, database_url: str) -
             str(args.per_owner),
             "--cpu-rounds",
             str(args.cpu_rounds),
+            "--max-load-minutes",
+            str(args.max_load_minutes),
             "--sizes",
             *map(str, args.sizes),
         ]
@@ -275,10 +316,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         async with backend_database(backend, args.postgres) as url:
             backends[backend] = await run_child(args, backend, url)
     for run in backends.values():
-        by_size = {int(s): r for s, r in run["results"].items()}
-        run["growth p50"] = growth({s: r["search API"]["p50"] for s, r in by_size.items()})
-        run["growth p50 / floor p50"] = growth({s: r["ratio p50 API/floor"] for s, r in by_size.items()})
-        run["meets target"] = meets_target(run["growth p50"])
+        run |= growths(run["results"])
     return {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()} cpus={len(os.sched_getaffinity(0))} python={platform.python_version()}",
@@ -291,9 +329,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _growth_line(backend: str, run: dict[str, Any]) -> str:
-    sizes = sorted(int(s) for s in run["results"])
+    sizes = sorted(int(s) for s, r in run["results"].items() if "not_loaded" not in r)
     if run["growth p50"] is None:
-        return f"{backend}: one size only, no growth measured."
+        return f"{backend}: one size measured, no growth."
     verdict = "met" if run["meets target"] else "missed"
     return (
         f"{backend}: search p50 grew **{run['growth p50']}x** from {sizes[0]:,} to {sizes[-1]:,} memories "
@@ -317,6 +355,16 @@ def markdown(result: dict[str, Any]) -> str:
     rows, notes = [], []
     for backend, run in result["backends"].items():
         for size, r in sorted(run["results"].items(), key=lambda item: int(item[0])):
+            if "not_loaded" in r:
+                rows.append(
+                    [backend, f"{int(size):,}", f"{r['ingest_per_s']:,} (of {r['added']:,})", "not loaded", *[""] * 5]
+                )
+                minutes = r["not_loaded"]["projected_s"] / 60
+                notes.append(
+                    f"{backend} at {int(size):,}: not loaded; at the {r['ingest_per_s']:,}/s measured over the "
+                    f"first {r['added']:,}, the +{r['not_loaded']['wanted']:,} would take {minutes:.1f} min."
+                )
+                continue
             mem = r["memory"]
             rows.append(
                 [
@@ -331,7 +379,8 @@ def markdown(result: dict[str, Any]) -> str:
                     r["R@5"],
                 ]
             )
-        owner, largest = run["owner"], max(run["results"].values(), key=lambda r: r["memory"]["bench_mb"] or 0)
+        measured = [r for r in run["results"].values() if "not_loaded" not in r]
+        owner, largest = run["owner"], max(measured, key=lambda r: r["memory"]["bench_mb"] or 0)
         decisions = ", ".join(f"{n} {d}" for d, n in sorted(owner["decisions"].items()))
         notes.append(
             f"{backend}: the owner's {owner['turns']} turns through the gate in {owner['seconds']} s ({decisions}); "
@@ -339,7 +388,7 @@ def markdown(result: dict[str, Any]) -> str:
             f"{largest['memory']['optimiser_peak_mb']} MB; {run['wall_s']:,} s in all."
         )
     first = next(iter(result["backends"].values()))
-    sample = next(iter(first["results"].values()))
+    sample = next(r for r in first["results"].values() if "not_loaded" not in r)
     summary = (
         f"LoCoMo conversation {first['owner']['conversation']} is the measured owner "
         f"({sample['questions']} questions, k={result['k']}); {sample['rounds']} timed rounds per size after "
@@ -362,6 +411,12 @@ def main() -> None:
     )
     parser.add_argument("--per-owner", type=int, default=1000)
     parser.add_argument("--cpu-rounds", type=int, default=100, help="searches back to back for CPU per search (0: off)")
+    parser.add_argument(
+        "--max-load-minutes",
+        type=float,
+        default=0,
+        help="stop a size's load when it would take longer (its measured rate reported instead); 0: no limit",
+    )
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON result here")
     parser.add_argument("--publish", action="store_true", help="rewrite this bench's section of docs/benchmarks.md")
     parser.add_argument("--run-backend", choices=BACKENDS, help=argparse.SUPPRESS)
