@@ -44,7 +44,6 @@ import resource
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -257,22 +256,10 @@ async def backend_database(backend: str, admin_url: str) -> AsyncIterator[str]:
     if backend == "sqlite":
         yield ""
         return
-    import sqlalchemy as sa
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.ext.asyncio import create_async_engine
+    from tests.store_support import temporary_database
 
-    name = f"mw_scale_{uuid.uuid4().hex[:10]}"
-    admin = create_async_engine(admin_url, isolation_level="AUTOCOMMIT")
-    try:
-        async with admin.connect() as conn:
-            await conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-        try:
-            yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-        finally:
-            async with admin.connect() as conn:
-                await conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    finally:
-        await admin.dispose()
+    async with temporary_database(admin_url, "mw_scale") as url:
+        yield url
 
 
 async def run_child(args: argparse.Namespace, backend: str, database_url: str) -> dict[str, Any]:
