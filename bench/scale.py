@@ -2,7 +2,7 @@
 
     nice -n 10 .venv/bin/python -m bench.scale --data PATH/locomo10.json [--sizes 10000 100000 1000000]
         [--backends sqlite postgres] [--postgres URL] [--queries 200] [--per-owner 1000] [--conversation 7]
-        [--cpu-rounds 100] [--out FILE] [--publish]
+        [--cpu-rounds 100] [--max-load-minutes M] [--out FILE] [--publish]
 
 Each backend runs in a process of its own (so one backend's memory is not the next one's), holding the
 embedded stack (Temporal dev server, worker, API under uvicorn, Qdrant Edge in the process), its store
@@ -27,6 +27,8 @@ At each size, measured:
   not drown the owner's evidence;
 - CPU per search: `--cpu-rounds` searches back to back between two readings of /proc (this process and
   the dev server).
+A size whose bulk, at the rate measured over its first chunks, would take longer than `--max-load-minutes`
+is not loaded (nor any larger one): the row says so with that rate.
 Then the growth of search p50 from the smallest size to the largest, per backend, against the target
 (at most 1.3x from 10k to 1M), and the same for search p50 / floor p50 (the machine's drift removed).
 """
