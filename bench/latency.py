@@ -6,16 +6,10 @@
 
 One embedded stack in this process (Temporal dev server, worker, API under uvicorn; the API's
 client shares the worker's process, so workflows start eagerly, as under `memwarden up`).
-Memories are bulk-loaded through the store (`SqlStore.bulk_insert_memories`, then the index's own
-`upsert`, which computes Qdrant BM25 vectors), not through the write gate: 100k gated writes would
-take hours here. The index is then optimised (Qdrant builds its HNSW and payload indexes), as a
-running shard is. The tenant's memories belong to owners of `--per-owner` memories each; every
-query is a search by an agent serving one random owner, so the filter narrows 100k to that owner's.
-
-Vectors: a pool of 2,000 distinct synthetic sentences is embedded with the real MiniLM model; each
-memory takes one pool sentence plus a unique tag, and that sentence's vector with a little noise
-(renormalised), so no two points are identical. Queries are other synthetic sentences, embedded
-for real inside every search (the API's path does that itself).
+Memories are bulk-loaded past the gate as bench/synthetic.py describes (rows through the store, points
+through the index, then the index optimised), owners of `--per-owner` memories each; every query is a
+search by an agent serving one random owner, so the filter narrows 100k to that owner's. Queries are
+other synthetic sentences, embedded for real inside every search (the API's path does that itself).
 
 Measured, interleaved one after another so both see the same machine load:
 - `floor`: a workflow running one local activity that does nothing, eagerly started (bench/floor.py);
@@ -40,92 +34,19 @@ import random
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from bench import report
-from bench.stack import Stack, cpu_by_part, per_op_ms, python_speed_ms, rounded, running_stack, summary_ms
+from bench.stack import Stack, cpu_ms_per_call, python_speed_ms, rounded, running_stack, summary_ms
+from bench.synthetic import bulk_load, owner, pool_vectors, sentence, sentence_pool
 from memwarden.identity import Principal, Role, read_filter
-from memwarden.records import MemoryRecord, MemoryType, RetrieveInput, SourceKind, Status, content_hash
-from memwarden.stores.vectors import index_point
-from memwarden.stores.vectors_edge import EdgeIndex
+from memwarden.records import RetrieveInput
 from worker import event_loop
 from workflows.retrieve import RetrieveWorkflow
 
 TENANT = "latency"
-POOL = 2000
-SUBJECTS = (
-    "the client",
-    "my sister",
-    "the team",
-    "our landlord",
-    "the dentist",
-    "my manager",
-    "the school",
-    "a friend",
-)
-VERBS = ("moved", "prefers", "cancelled", "booked", "asked about", "forgot", "finished", "recommended")
-OBJECTS = (
-    "the quarterly report",
-    "a window seat",
-    "the cello lessons",
-    "the harbour walk",
-    "strong black coffee",
-    "the blue pipeline",
-    "a dentist appointment",
-    "the spring budget",
-    "a trip to Lisbon",
-    "the new laptop",
-    "the garden shed",
-    "a vegetarian menu",
-)
-WHEN = ("on monday", "last week", "in march", "every morning", "after the holidays", "before friday", "tonight")
-
-
-def sentence(rng: random.Random) -> str:
-    return f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} {rng.choice(WHEN)}"
-
-
-def owner(i: int) -> str:
-    return f"owner-{i}"
-
-
-async def bulk_load(stack: Stack, start: int, stop: int, per_owner: int, pool: list[str], vectors: np.ndarray) -> None:
-    """Memories start..stop-1: rows through the store, points through the index (batches of 1,000)."""
-    rng = np.random.default_rng(start)
-    now = datetime.now(UTC)
-    for lo in range(start, stop, 1000):
-        hi = min(lo + 1000, stop)
-        records, dense = [], []
-        for n in range(lo, hi):
-            text = f"{pool[n % POOL]} (note {n})"
-            created = now - timedelta(minutes=n % 100_000)
-            records.append(
-                MemoryRecord(
-                    id=str(uuid.UUID(int=n + 1)),
-                    tenant_id=TENANT,
-                    owner_id=owner(n // per_owner),
-                    type=MemoryType.EPISODIC,
-                    content=text,
-                    content_hash=content_hash(text),
-                    source_kind=SourceKind.USER,
-                    reason="user_stated_fact",
-                    importance=0.5,
-                    status=Status.ACTIVE,
-                    created_at=created,
-                    updated_at=created,
-                )
-            )
-            v = vectors[n % POOL] + rng.normal(0.0, 0.02, vectors.shape[1])
-            dense.append((v / np.linalg.norm(v)).tolist())
-        await stack.deps.store.bulk_insert_memories(records)
-        await stack.deps.index.upsert([index_point(r, d) for r, d in zip(records, dense, strict=True)])
-    if isinstance(stack.deps.index, EdgeIndex):
-        await stack.deps.index.vacuum()  # runs Qdrant's optimizers: HNSW and payload indexes built
 
 
 async def measure(stack: Stack, owners: int, queries: list[str], seed: int) -> dict[str, Any]:
@@ -173,14 +94,6 @@ async def measure(stack: Stack, owners: int, queries: list[str], seed: int) -> d
     }
 
 
-async def _cpu_ms(run: Callable[[int], Awaitable[object]], rounds: int) -> dict[str, float]:
-    """CPU ms per call of `run(i)` by part, over `rounds` calls back to back between two readings."""
-    before = cpu_by_part()
-    for i in range(rounds):
-        await run(i)
-    return per_op_ms(before, cpu_by_part(), rounds)
-
-
 async def cpu_per_op(stack: Stack, owners: int, queries: list[str], rounds: int, seed: int) -> dict[str, Any]:
     """CPU ms per floor workflow, per API search and per HTTP round trip (one batch each), by part."""
     rng = random.Random(seed)
@@ -203,9 +116,9 @@ async def cpu_per_op(stack: Stack, owners: int, queries: list[str], rounds: int,
     async def floor_run(_: int) -> None:
         await stack.floor()
 
-    floor = await _cpu_ms(floor_run, rounds)
-    searched = await _cpu_ms(search, rounds)
-    http = await _cpu_ms(http_floor, rounds)
+    floor = await cpu_ms_per_call(floor_run, rounds)
+    searched = await cpu_ms_per_call(search, rounds)
+    http = await cpu_ms_per_call(http_floor, rounds)
     return {
         "rounds": rounds,
         "cpu_ms_per_floor_workflow": round(sum(floor.values()), 1),
@@ -238,16 +151,16 @@ async def profile(stack: Stack, owners: int, queries: list[str], out: Path) -> N
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(7)
-    pool = list(dict.fromkeys(sentence(rng) for _ in range(POOL * 3)))[:POOL]
+    pool = sentence_pool(rng)
     queries = [sentence(rng) for _ in range(args.queries + 20)]
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="memwarden-latency-") as tmp:
         async with running_stack(Path(tmp)) as stack:
-            vectors = np.array(await asyncio.to_thread(stack.deps.embedder.embed, pool), dtype=np.float32)
+            vectors = await pool_vectors(stack, pool)
             loaded = 0
             for size in sorted(args.sizes):
                 started = time.monotonic()
-                await bulk_load(stack, loaded, size, args.per_owner, pool, vectors)
+                await bulk_load(stack, loaded, size, args.per_owner, pool, vectors, tenant=TENANT)
                 print(f"loaded {size} memories (+{size - loaded}) in {time.monotonic() - started:.0f}s", flush=True)
                 loaded = size
                 owners = max(1, size // args.per_owner)

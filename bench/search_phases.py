@@ -24,7 +24,6 @@ wrappers only read the clock. Every text is synthetic.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import random
 import statistics
 import tempfile
@@ -32,14 +31,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import api.routes.search as search_route
 import memwarden.services.retrieve as retrieve_service
 from bench import report
-from bench.latency import POOL, TENANT, bulk_load, owner, sentence
+from bench.latency import TENANT
 from bench.phase_marks import MARKS, wrap, wrap_temporal
 from bench.stack import python_speed_ms, running_stack
+from bench.synthetic import bulk_load, owner, pool_vectors, sentence, sentence_pool
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.vectors_edge import EdgeIndex
 from worker import event_loop
@@ -60,13 +58,13 @@ def instrument() -> None:
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     instrument()
     rng = random.Random(7)
-    pool = list(dict.fromkeys(sentence(rng) for _ in range(POOL * 3)))[:POOL]
+    pool = sentence_pool(rng)
     rows: list[dict[str, float]] = []
     floors: list[float] = []
     with tempfile.TemporaryDirectory(prefix="memwarden-search-phases-") as tmp:
         async with running_stack(Path(tmp)) as stack:
-            vectors = np.array(await asyncio.to_thread(stack.deps.embedder.embed, pool), dtype=np.float32)
-            await bulk_load(stack, 0, args.size, args.per_owner, pool, vectors)
+            vectors = await pool_vectors(stack, pool)
+            await bulk_load(stack, 0, args.size, args.per_owner, pool, vectors, tenant=TENANT)
             owners = max(1, args.size // args.per_owner)
             for i in range(args.warmup + args.n):
                 o = rng.randrange(owners)

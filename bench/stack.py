@@ -17,7 +17,7 @@ import statistics
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,8 @@ class Stack:
     client: Client
     deps: Deps
     http: httpx.AsyncClient
+    dev_pid: int | None = None
+    """The Temporal dev server's process (its resident memory is read from /proc)."""
 
     def token(self, *, tenant: str, sub: str, role: str, **claims: Any) -> str:
         return mint_token(
@@ -80,8 +82,9 @@ class Stack:
 
 
 @contextlib.asynccontextmanager
-async def running_stack(data_dir: Path) -> AsyncIterator[Stack]:
-    """Start everything; stop it all on exit."""
+async def running_stack(data_dir: Path, *, database_url: str | None = None) -> AsyncIterator[Stack]:
+    """Start everything; stop it all on exit. The store is SQLite in `data_dir` unless `database_url`
+    names another (an empty PostgreSQL database: the store migrates it); the index is Qdrant Edge."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     await asyncio.to_thread(compile_project)
     await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
@@ -91,6 +94,7 @@ async def running_stack(data_dir: Path) -> AsyncIterator[Stack]:
         settings = Settings(
             profile="embedded",  # type: ignore[arg-type]
             data_dir=data_dir,
+            database_url=database_url,
             temporal_address=dev.address,
             temporal_task_queue=f"bench-{uuid.uuid4().hex[:8]}",
             api_port=free_port(),
@@ -121,7 +125,7 @@ async def running_stack(data_dir: Path) -> AsyncIterator[Stack]:
                 base = f"http://127.0.0.1:{settings.api_port}"
                 async with httpx.AsyncClient(base_url=base, timeout=120) as http:
                     try:
-                        yield Stack(settings=settings, client=client, deps=deps, http=http)
+                        yield Stack(settings=settings, client=client, deps=deps, http=http, dev_pid=dev.pid)
                     finally:
                         servers[0].should_exit = True
                         await asyncio.wait_for(serving, 30)
@@ -205,6 +209,14 @@ def per_op_ms(before: Counter[str], after: Counter[str], ops: int) -> dict[str, 
     """CPU milliseconds per operation by part (unrounded), between two `cpu_by_part` readings."""
     used = {part: after[part] - before[part] for part in sorted(after)}
     return {part: 1000 * seconds / ops for part, seconds in used.items() if seconds > 0}
+
+
+async def cpu_ms_per_call(run: Callable[[int], Awaitable[object]], rounds: int) -> dict[str, float]:
+    """CPU ms per call of `run(i)` by part, over `rounds` calls back to back between two readings."""
+    before = cpu_by_part()
+    for i in range(rounds):
+        await run(i)
+    return per_op_ms(before, cpu_by_part(), rounds)
 
 
 def rounded(ms: dict[str, float]) -> dict[str, float]:

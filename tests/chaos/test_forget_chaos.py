@@ -17,16 +17,12 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import redis
-import sqlalchemy as sa
-from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import create_async_engine
 from temporalio.client import Client, WorkflowHandle
 
 from memwarden.forget import OwnerSelector, redacted, selector_key, subject_key
@@ -40,6 +36,7 @@ from memwarden.temporal.client import connect
 from stack.devserver import DevServer, free_port
 from tests.conftest import service_url
 from tests.e2e.harness import child_env, memwarden_exe
+from tests.store_support import temporary_database
 from tests.workflows.record_histories import TEST_CODEC_KEY, remember_input, run_remember, settings_for
 from worker.runtime import build_worker, open_deps
 from workflows.forget import ForgetWorkflow
@@ -254,21 +251,6 @@ async def test_worker_killed_mid_fanout_then_restarted(tmp_path: Path, redis_pro
             await store.close()
 
 
-@asynccontextmanager
-async def postgres_database(url: str) -> AsyncIterator[str]:
-    """A PostgreSQL database of this test's own (CREATE DATABASE, dropped after): its async URL."""
-    name = f"mw_chaos_{uuid.uuid4().hex[:12]}"
-    admin = create_async_engine(url, isolation_level="AUTOCOMMIT")
-    async with admin.connect() as conn:
-        await conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        async with admin.connect() as conn:
-            await conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        await admin.dispose()
-
-
 @pytest.mark.postgres
 @pytest.mark.redis
 async def test_redis_stopped_for_30_seconds_delays_but_never_drops(tmp_path: Path, redis_proc: RedisProcess) -> None:
@@ -276,8 +258,8 @@ async def test_redis_stopped_for_30_seconds_delays_but_never_drops(tmp_path: Pat
     task_queue = f"chaos-redis-{uuid.uuid4().hex[:8]}"
     tenant = f"t-{uuid.uuid4().hex[:10]}"
     async with (
-        postgres_database(pg) as db_url,
-        postgres_database(pg) as replica_url,
+        temporary_database(pg, "mw_chaos") as db_url,
+        temporary_database(pg, "mw_chaos") as replica_url,
         DevServer(tmp_path / "temporal", port=free_port(), headless=True) as dev,
     ):
         settings = settings_for(
