@@ -38,10 +38,10 @@ from memwarden.stores.sql import SqlStore
 from memwarden.stores.sql.audit_log import _AUDIT_LOCK_KEY
 from stack.devserver import DevServer, free_port
 from stack.embedded import run_api
-from tests.chaos.test_forget_chaos import postgres_database
 from tests.conftest import service_url
 from tests.e2e.harness import Child
 from tests.source_server import SourceServer, sources_toml
+from tests.store_support import temporary_database
 from tests.workflows.record_histories import TEST_CODEC_KEY, settings_for
 
 pytestmark = [pytest.mark.postgres]
@@ -110,7 +110,7 @@ async def stack(tmp_path_factory: pytest.TempPathFactory, src: SourceServer) -> 
     task_queue = f"audit-kill-{uuid.uuid4().hex[:8]}"
     auth_secret, signing_key = secrets.token_urlsafe(48), base64.b64encode(secrets.token_bytes(32)).decode()
     async with (
-        postgres_database(service_url("MEMWARDEN_TEST_POSTGRES_URL")) as db_url,
+        temporary_database(service_url("MEMWARDEN_TEST_POSTGRES_URL"), "mw_chaos") as db_url,
         DevServer(root / "temporal", port=free_port(), headless=True) as dev,
     ):
         settings = settings_for(

@@ -32,9 +32,9 @@ from memwarden.stores.sql_models import audit_events, import_outcomes, memories
 from stack.devserver import DevServer, free_port
 from stack.embedded import run_api
 from stack.import_cli import run_import
-from tests.chaos.test_forget_chaos import postgres_database
 from tests.conftest import service_url
 from tests.e2e.harness import Child
+from tests.store_support import temporary_database
 from tests.workflows.record_histories import TEST_CODEC_KEY, settings_for
 
 pytestmark = [pytest.mark.postgres]
@@ -71,7 +71,7 @@ def the_file(path: Path) -> tuple[set[int], set[int]]:
 
 @pytest.fixture
 async def db_url() -> AsyncIterator[str]:
-    async with postgres_database(service_url("MEMWARDEN_TEST_POSTGRES_URL")) as url:
+    async with temporary_database(service_url("MEMWARDEN_TEST_POSTGRES_URL"), "mw_chaos") as url:
         yield url
 
 
