@@ -60,7 +60,7 @@ from memwarden.services.replicas import replicate
 from memwarden.services.run import Run
 from memwarden.stores.audit import AuditEventIn
 from memwarden.stores.cache import invalidation_prefixes
-from memwarden.stores.subjects import handle_ids, is_handle, resolve_handle
+from memwarden.stores.subjects import handle_ids, resolve_handle
 from memwarden.stores.vectors import index_point
 
 VECTOR_CACHE_SIZE = 512
@@ -180,7 +180,7 @@ class RememberService:
         refs = [r for r in (c.subject_ref, c.candidate_ref) if r is not None]
         parked = await self.deps.store.get_candidates(refs)
         if c.subject_ref is not None:
-            ids = handle_ids(parked.get(c.subject_ref)) if is_handle(c.subject_ref) else None
+            ids = handle_ids(c.subject_ref, parked.get(c.subject_ref))
             c = await self._hydrate_from(c, ids)
         return c, parked.get(c.candidate_ref)
 

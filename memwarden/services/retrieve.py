@@ -24,7 +24,7 @@ from memwarden.services.deps import Deps
 from memwarden.services.revalidate import RevalidateService
 from memwarden.services.run import Run
 from memwarden.stores.sql import EligibleMeta
-from memwarden.stores.subjects import handle_ids, is_handle
+from memwarden.stores.subjects import handle_ids
 
 CANDIDATE_FACTOR = 4
 MIN_CANDIDATES = 100
@@ -92,7 +92,7 @@ class RetrieveService:
         refs = [r for r in (request.query_ref, request.subject_ref) if r is not None]
         parked = await self.deps.store.get_candidates(refs) if refs else {}
         if request.subject_ref is not None:
-            ids = handle_ids(parked.get(request.subject_ref)) if is_handle(request.subject_ref) else None
+            ids = handle_ids(request.subject_ref, parked.get(request.subject_ref))
             if ids is None:
                 raise CandidateGone(request.subject_ref)
             request = request.model_copy(update={"read_filter": ReadFilter.model_validate(ids["read_filter"])})

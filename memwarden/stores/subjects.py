@@ -30,20 +30,17 @@ def handle_row(ref: str, tenant_id: str, ids: dict[str, Any], expires_at: dateti
     return ref, tenant_id, json.dumps(ids, separators=(",", ":"), sort_keys=True), expires_at
 
 
-def is_handle(ref: str) -> bool:
-    return ref.startswith(SUBJECT_REF_PREFIX)
-
-
 async def resolve_handle(store: SqlStore, ref: str) -> dict[str, Any] | None:
     """The ids parked under a handle; None when it is gone (expired, or its person was erased)."""
-    if not is_handle(ref):
+    if not ref.startswith(SUBJECT_REF_PREFIX):
         return None
-    return handle_ids(await store.get_candidate(ref))
+    return handle_ids(ref, await store.get_candidate(ref))
 
 
-def handle_ids(raw: str | None) -> dict[str, Any] | None:
-    """The ids of a handle's parked row (read by the caller, with other claim checks in one statement)."""
-    if raw is None:
+def handle_ids(ref: str, raw: str | None) -> dict[str, Any] | None:
+    """The ids parked under handle `ref`, from its row's content `raw` as the caller read it (with other
+    claim checks, in one statement); None when `ref` is no handle or its row is gone."""
+    if raw is None or not ref.startswith(SUBJECT_REF_PREFIX):
         return None
     body = json.loads(raw)
     return body if isinstance(body, dict) else None
