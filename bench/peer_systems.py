@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -63,21 +64,21 @@ class NoLLM(BaseChatModel):
         raise RuntimeError("the peers bench runs mem0 with infer=False: no LLM may be called")
 
 
-class Peer:
+class Peer(ABC):
     """One system behind the bench's three calls. `add` and `search` are synchronous, as the libraries are."""
 
     name: str
     notes: list[str]
 
+    @abstractmethod
     def add(self, owner: str, key: str, text: str, meta: dict[str, str]) -> str:
         """Store one memory of `owner`; the id its search returns for it."""
-        raise NotImplementedError
 
+    @abstractmethod
     def search(self, owner: str, query: str, k: int) -> list[str]:
         """The ids of `owner`'s k best memories for `query`, best first."""
-        raise NotImplementedError
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (a default: most peers hold nothing to release)
         """Release files and clients."""
 
 
