@@ -76,9 +76,9 @@ __all__ = [
 ]
 
 DEFAULT_BUDGET_S = 0.5
-"""Time one screening may take, all detectors and fields together. A content of the maximum size in the
-most adversarial shape takes a few tens of milliseconds here: the budget leaves room for a loaded
-machine, and bounds what a hostile input can cost."""
+"""CPU time one screening may take, all detectors and fields together (`_text.Deadline`; a wall-clock cap
+well above it bounds waiting). A content of the maximum size in the most adversarial shape takes a few tens
+of milliseconds here: the budget leaves room for a loaded machine, and bounds what a hostile input can cost."""
 
 IDENTITY_FIELDS = frozenset({"provenance.writer"})
 """Fields that hold an identity (often an e-mail address, by design): screened for everything but PII."""

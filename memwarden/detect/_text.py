@@ -271,26 +271,42 @@ class DeadlineExceeded(Exception):
 class Deadline:
     """A time budget shared by every detector of one screening, checked between and inside them.
 
-    `remaining()` is what a `regex` call may still take (its `timeout`), so a single match cannot
+    The budget counts the screening thread's CPU time (`time.thread_time`): that is what a hostile input
+    can cost, and it does not run out while the thread merely waits for the GIL or a core (an index flush
+    or a busy neighbour would otherwise turn a plain sentence into `detector_deadline`). A wall-clock cap,
+    `WALL_CAP_FACTOR` times the budget and at least `MIN_WALL_CAP_S`, still bounds how long a stalled
+    screening can hold a request.
+
+    `remaining()` is what a `regex` call may still take (its `timeout`, which is wall time): a regex call
+    holds the GIL, so its wall time is its CPU time but for the scheduler, and a single match cannot
     overrun the budget by more than the regex module's check interval; between steps, `check()` stops
-    the screening as soon as the budget is spent.
+    the screening as soon as either is spent.
     """
 
-    __slots__ = ("_at", "detector")
+    __slots__ = ("_cpu_at", "_wall_at", "detector")
 
     def __init__(self, seconds: float) -> None:
-        self._at = time.monotonic() + max(0.0, seconds)
+        budget = max(0.0, seconds)
+        self._cpu_at = time.thread_time() + budget
+        self._wall_at = time.monotonic() + max(budget * WALL_CAP_FACTOR, MIN_WALL_CAP_S)
         self.detector = "screen"
 
     def remaining(self) -> float:
         """Seconds left; raises `DeadlineExceeded` (naming the running detector) once none are."""
-        left = self._at - time.monotonic()
+        left = min(self._cpu_at - time.thread_time(), self._wall_at - time.monotonic())
         if left <= 0.0:
             raise DeadlineExceeded(self.detector)
         return left
 
     def check(self) -> None:
         self.remaining()
+
+
+WALL_CAP_FACTOR = 10.0
+"""A screening may take this many times its CPU budget in wall time, waiting included, before it is cut."""
+
+MIN_WALL_CAP_S = 2.0
+"""The wall-clock cap is never below this: a tiny budget still leaves room for one stall of the GIL."""
 
 
 NO_DEADLINE_S = 3600.0

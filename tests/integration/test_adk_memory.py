@@ -138,9 +138,12 @@ async def test_a_fixed_token_serves_only_its_user(api: Api) -> None:
         await memory.add_session_to_memory(session)
     assert refused.value.code == "user_mismatch"
     with pytest.raises(MemoryForbidden):
+        await memory.add_events_to_memory(app_name=APP, user_id="bob", events=session.events, session_id=session.id)
+    with pytest.raises(MemoryForbidden):
         await memory.search_memory(app_name=APP, user_id="bob", query="bicycle")
     mine = await conversation(sessions, "alice", [("user", "I keep my bicycle in the basement storage room")])
-    await memory.add_events_to_memory(app_name=APP, user_id="alice", events=mine.events, session_id=mine.id)
+    (outcome,) = await memory.ingest(app_name=APP, user_id="alice", events=mine.events, session_id=mine.id)
+    assert outcome.decision == "ADD", outcome  # the turn's own decision, so a refusal fails here, with its reason
     found = await memory.search_memory(app_name=APP, user_id="alice", query="where is the bicycle kept?")
     assert len(found.memories) == 1 and found.memories[0].custom_metadata["memwarden_source_kind"] == "user"
 

@@ -808,14 +808,14 @@ def test_the_whole_screening_is_fast_on_the_shapes_library_detectors_were_slow_o
 def test_a_screening_either_finishes_within_its_budget_or_fails_closed(text: str) -> None:
     """Whatever the shape, `screen` with a 50 ms budget answers: a complete screening, or deadline_exceeded
     (which the gate rejects). It is never a late complete answer, and never a stall."""
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.thread_time()
     result = screen(text, source_kind="tool", budget_s=0.05)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.thread_time() - cpu_start
     if result.deadline_exceeded:
         assert result == Screening(deadline_exceeded=True)
     else:
-        assert elapsed < 0.05
-    assert elapsed < 2.0  # the budget plus at most one library call that cannot be interrupted
+        assert cpu < 0.05  # the budget is this thread's CPU time
+    assert elapsed < 2.0  # the wall-clock cap plus at most one library call that cannot be interrupted
 
 
 def test_doubling_the_input_at_most_doubles_the_time() -> None:
@@ -841,6 +841,29 @@ def test_the_deadline_interrupts_a_rule_in_the_middle_of_a_match() -> None:
         assess(text, deadline)
     assert time.perf_counter() - start < 0.05
     assert info.value.detector == "screen" and text not in str(info.value)
+
+
+def test_waiting_does_not_spend_the_budget_but_computing_does() -> None:
+    """The budget is the screening thread's CPU time: a thread kept waiting (for the GIL while a C
+    extension fsyncs, or for a core) past the whole budget still has it, and a plain sentence is not
+    rejected as `detector_deadline`; spinning through it does spend it."""
+    waiting = Deadline(0.05)
+    time.sleep(0.1)  # no CPU, like a wait for the GIL
+    assert waiting.remaining() > 0.04
+    spinning = Deadline(0.05)
+    spin_until = time.thread_time() + 0.06
+    while time.thread_time() < spin_until:
+        pass
+    with pytest.raises(DeadlineExceeded):
+        spinning.check()
+
+
+def test_a_stalled_screening_is_cut_by_the_wall_clock_cap() -> None:
+    """The CPU budget does not let a screening stall forever: past its wall-clock cap it fails closed."""
+    deadline = Deadline(10.0)
+    deadline._wall_at = time.monotonic()  # the cap, reached; the CPU budget barely touched
+    with pytest.raises(DeadlineExceeded):
+        deadline.check()
 
 
 def test_a_slow_detector_is_reported_by_name_and_rejected_not_waited_on() -> None:
