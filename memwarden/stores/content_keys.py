@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memwarden.stores.audit import AuditEventIn, Pseudonymizer
@@ -92,11 +93,11 @@ class ContentKeys:
         assert self._pseudonyms is not None
         return self._pseudonyms.subject(tenant_id, owner_id).removeprefix("~")
 
-    async def key(self, conn: AsyncConnection, tenant_id: str, subject_hash: str) -> bytes:
+    def key(self, conn: Connection, tenant_id: str, subject_hash: str) -> bytes:
         """The subject's key, created on first use (a racing creator's key wins: ON CONFLICT DO NOTHING)."""
         k = subject_keys.c
         where = (k.tenant_id == tenant_id, k.subject_hash == subject_hash)
-        found = await conn.scalar(sa.select(k.key).where(*where))
+        found = conn.scalar(sa.select(k.key).where(*where))
         if found is not None:
             return bytes(found)
         row = {
@@ -105,8 +106,8 @@ class ContentKeys:
             "key": secrets.token_bytes(32),
             "created_at": datetime.now(UTC),
         }
-        await conn.execute(self._store.insert(subject_keys).values(**row).on_conflict_do_nothing())
-        return bytes(await conn.scalar(sa.select(k.key).where(*where)))
+        conn.execute(self._store.insert(subject_keys).values(**row).on_conflict_do_nothing())
+        return bytes(conn.scalar(sa.select(k.key).where(*where)))
 
     async def keyed(self, tenant_id: str, owner_id: str, digest: str) -> str | None:
         """What an event records for `digest` about `owner_id` now; None once their key is destroyed."""
@@ -118,8 +119,8 @@ class ContentKeys:
             found = await conn.scalar(sa.select(k.key).where(k.tenant_id == tenant_id, k.subject_hash == subject))
         return keyed_hash(bytes(found), digest) if found is not None else None
 
-    async def seal(
-        self, conn: AsyncConnection, events: Sequence[AuditEventIn], owners: Mapping[str, str] | None = None
+    def seal(
+        self, conn: Connection, events: Sequence[AuditEventIn], owners: Mapping[str, str] | None = None
     ) -> list[AuditEventIn]:
         """The events with every content hash keyed under its memory owner's key (or dropped, if none can be).
 
@@ -139,7 +140,7 @@ class ContentKeys:
             m = memories.c
             for tenant_id in {t for t, _ in unnamed}:
                 ids = [i for t, i in unnamed if t == tenant_id]
-                rows = await conn.execute(sa.select(m.id, m.owner_id).where(m.tenant_id == tenant_id, m.id.in_(ids)))
+                rows = conn.execute(sa.select(m.id, m.owner_id).where(m.tenant_id == tenant_id, m.id.in_(ids)))
                 owners_of.update({(tenant_id, i): o for i, o in rows})
         keys: dict[tuple[str, str], bytes] = {}
         sealed: list[AuditEventIn] = []
@@ -153,7 +154,7 @@ class ContentKeys:
                 continue
             subject = (event.tenant_id, self.subject_hash(event.tenant_id, owner))
             if subject not in keys:
-                keys[subject] = await self.key(conn, *subject)
+                keys[subject] = self.key(conn, *subject)
             sealed.append(_keyed(event, keys[subject]))
         return sealed
 

@@ -335,8 +335,8 @@ class ForgetStore:
             # One event per memory, in this transaction: `audit show MEMORY_ID` ends with its deletion
             # (or expiry), and the event exists exactly when the tombstone does.
             operation = Operation.EXPIRE if expire else Operation.DELETE
-            await self.store._append_audit_many(
-                conn,
+            await conn.run_sync(
+                self.store._append_audit_many,
                 [
                     AuditEventIn(
                         id=member_event_id(operation, did, r.id),

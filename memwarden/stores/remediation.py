@@ -264,8 +264,8 @@ class RemediationStore:
                     )
                     .values(status=Status.QUARANTINED.value, live_slot=None, version=m.version + 1, updated_at=now)
                 )
-            await self.store._append_audit_many(
-                conn,
+            await conn.run_sync(
+                self.store._append_audit_many,
                 [
                     AuditEventIn(
                         id=event_id("quarantine", rid, r.id),
@@ -412,8 +412,8 @@ class RemediationStore:
             .where(memories.c.tenant_id == tenant_id, memories.c.id == quarantined.id)
             .values(superseded_by=live.id, updated_at=now, version=memories.c.version + 1)
         )
-        await self.store._append_audit(
-            conn,
+        await conn.run_sync(
+            self.store._append_audit,
             AuditEventIn(
                 id=event_id("restore", rid, quarantined.id),
                 at=now,
@@ -489,8 +489,8 @@ class RemediationStore:
             brought = await self._insert_live(
                 conn, _copy_of(value, new_id=new_id, supersedes=live.id, now=now), derived_from=value.id
             )
-            await self.store._append_audit(
-                conn,
+            await conn.run_sync(
+                self.store._append_audit,
                 AuditEventIn(
                     id=event_id("revert", "revert", memory_id),
                     at=now,
@@ -559,8 +559,8 @@ class RemediationStore:
                     )
                 )
                 replaced, changed = holder.id, (holder.id, memory_id)
-            await self.store._append_audit(
-                conn,
+            await conn.run_sync(
+                self.store._append_audit,
                 AuditEventIn(
                     id=event_id("release", "release", memory_id),
                     at=now,

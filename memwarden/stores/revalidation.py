@@ -75,7 +75,7 @@ class RevalidationStore:
                 )
                 if done.rowcount == 1:
                     moved.append(record.id)
-                    await self.store._append_audit(conn, audit(record.model_copy(update={"status": target})))
+                    await conn.run_sync(self.store._append_audit, audit(record.model_copy(update={"status": target})))
         return moved
 
     async def stale_dependents(self, tenant_id: str, system: str, key: str) -> list[str]:
@@ -151,7 +151,7 @@ class RevalidationStore:
                     params,
                 )
             events = [audit(r) for r in confirmed.values()]
-            await self.store._append_audit_many(conn, [*events, *extra])
+            await conn.run_sync(self.store._append_audit_many, [*events, *extra])
         return confirmed
 
     async def supersede(self, old: MemoryRecord, new: MemoryRecord, audit: AuditFor) -> MemoryRecord | None:
@@ -172,7 +172,7 @@ class RevalidationStore:
             await conn.execute(sa.insert(memories).values(**row))
             stored = await _select_memory(conn, new.tenant_id, new.id)
             assert stored is not None
-            await self.store._append_audit(conn, audit(stored))
+            await conn.run_sync(self.store._append_audit, audit(stored))
         return stored
 
     async def invalidate(self, record: MemoryRecord, now: datetime, audit: AuditFor) -> MemoryRecord | None:
@@ -195,7 +195,7 @@ class RevalidationStore:
             )
             updated = await _select_memory(conn, record.tenant_id, record.id)
             assert updated is not None
-            await self.store._append_audit(conn, audit(updated))
+            await conn.run_sync(self.store._append_audit, audit(updated))
         return updated
 
     async def due_periodic(

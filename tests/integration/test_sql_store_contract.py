@@ -523,13 +523,15 @@ async def test_lookups_by_id_go_in_by_primary_key(store: SqlStore, backend: str)
         if statement.lstrip().upper().startswith("SELECT"):
             executed.append((statement, parameters))
 
-    sa.event.listen(store.engine.sync_engine, "before_cursor_execute", capture)
+    for engine in store.statement_engines:
+        sa.event.listen(engine, "before_cursor_execute", capture)
     try:
         assert set(await store.get_many(t, ids)) == {rec.id}
         assert set(await store.eligible_meta(agent_filter(t), ids, BASE)) == {rec.id}
         assert [r.id for r in await store.eligible(agent_filter(t), ids, BASE)] == [rec.id]
     finally:
-        sa.event.remove(store.engine.sync_engine, "before_cursor_execute", capture)
+        for engine in store.statement_engines:
+            sa.event.remove(engine, "before_cursor_execute", capture)
     assert len(executed) == 3
     for statement, parameters in executed:
         async with store.engine.connect() as conn:

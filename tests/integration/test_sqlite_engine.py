@@ -67,7 +67,8 @@ async def test_single_statement_reads_open_no_transaction_and_writes_still_do(tm
     def capture(_conn: object, _cursor: object, statement: str, *_: object) -> None:
         executed.append(" ".join(statement.split()).upper())
 
-    sa.event.listen(store.engine.sync_engine, "before_cursor_execute", capture)
+    for engine in store.statement_engines:
+        sa.event.listen(engine, "before_cursor_execute", capture)
     try:
         expires = datetime.now(UTC) + timedelta(days=1)
         await store.put_candidates([("ref-1", "t-1", "synthetic: parked", expires)])
@@ -82,7 +83,8 @@ async def test_single_statement_reads_open_no_transaction_and_writes_still_do(tm
         assert len(executed) == 5, executed
         assert not any(s.startswith("BEGIN") for s in executed), executed
     finally:
-        sa.event.remove(store.engine.sync_engine, "before_cursor_execute", capture)
+        for engine in store.statement_engines:
+            sa.event.remove(engine, "before_cursor_execute", capture)
         await store.close()
 
 

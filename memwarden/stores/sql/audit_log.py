@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
 
 from memwarden.audit_signing import Checkpoint, CheckpointSigner, CheckpointVerifier
 from memwarden.records import MemoryRecord
@@ -67,53 +67,50 @@ class AuditLog(SqlEngine):
         head is checkpointed in the same transaction once `checkpoint_every` events have passed
         since the last checkpoint.
         """
-        async with self._write() as conn:
-            await self._append_audit(conn, event)
+        await self._transact(lambda conn: self._append_audit(conn, event))
         return event.id
 
-    async def _append_audit(
-        self, conn: AsyncConnection, event: AuditEventIn, *, row: MemoryRecord | None = None
-    ) -> None:
-        """`append_audit` inside a transaction the caller holds (so a change and its event land together).
+    def _append_audit(self, conn: Connection, event: AuditEventIn, *, row: MemoryRecord | None = None) -> None:
+        """`append_audit` inside a transaction the caller holds (so a change and its event land together);
+        from an `AsyncConnection`, `await conn.run_sync(store._append_audit, event)`.
 
         `row`: the memory the caller wrote in this transaction, whose owner keys the event's content hashes."""
-        [event] = await self.content_keys.seal(conn, [event], None if row is None else {row.id: row.owner_id})
+        [event] = self.content_keys.seal(conn, [event], None if row is None else {row.id: row.owner_id})
         if self._pseudonyms is not None:
             event = self._pseudonyms.event(event)
-        await self._lock_audit(conn)
+        self._lock_audit(conn)
         # One statement: is this id already in the chain, the head's hash, the last checkpoint.
-        seen, prev, last = (await conn.execute(Q.AUDIT_CHAIN_STATE, {"id": event.id})).one()
+        seen, prev, last = conn.execute(Q.AUDIT_CHAIN_STATE, {"id": event.id}).one()
         if seen is not None:
             return
         prev_hash = prev or GENESIS_HASH
         head_hash = chain_hash(prev_hash, event)
-        row = {f: getattr(event, f) for f in _AUDIT_FIELDS} | {"prev_hash": prev_hash, "hash": head_hash}
-        seq = await conn.scalar(Q.INSERT_AUDIT_EVENT, row)
+        values = {f: getattr(event, f) for f in _AUDIT_FIELDS} | {"prev_hash": prev_hash, "hash": head_hash}
+        seq = conn.scalar(Q.INSERT_AUDIT_EVENT, values)
         if self._signer is not None and int(seq) - int(last or 0) >= self._checkpoint_every:
-            await self._write_checkpoint(conn, int(seq), head_hash, int(last or 0))
+            self._write_checkpoint(conn, int(seq), head_hash, int(last or 0))
 
     async def append_audit_many(self, events: Sequence[AuditEventIn]) -> int:
         """`append_audit` for many events in one transaction (a deletion's per-memory events)."""
-        async with self._write() as conn:
-            return await self._append_audit_many(conn, events)
+        return await self._transact(lambda conn: self._append_audit_many(conn, events))
 
-    async def _append_audit_many(self, conn: AsyncConnection, events: Sequence[AuditEventIn]) -> int:
+    def _append_audit_many(self, conn: Connection, events: Sequence[AuditEventIn]) -> int:
         """Chain many events in their order with batched inserts; ids already present are skipped.
 
         One round trip per `_AUDIT_BATCH` events instead of three per event, so an erasure of thousands
         of memories records its events in a few round trips. Checkpoints land exactly where one-by-one
         appends would have put them. Returns how many events were new.
         """
-        events = await self.content_keys.seal(conn, events)
+        events = self.content_keys.seal(conn, events)
         if self._pseudonyms is not None:
             events = [self._pseudonyms.event(e) for e in events]
         a = audit_events.c
-        await self._lock_audit(conn)
+        self._lock_audit(conn)
         present: set[str] = set()
         ids = [e.id for e in events]
         for start in range(0, len(ids), _AUDIT_BATCH):
             chunk = ids[start : start + _AUDIT_BATCH]
-            present.update((await conn.execute(sa.select(a.id).where(a.id.in_(chunk)))).scalars())
+            present.update(conn.execute(sa.select(a.id).where(a.id.in_(chunk))).scalars())
         fresh: list[AuditEventIn] = []
         for e in events:
             if e.id not in present:
@@ -121,16 +118,16 @@ class AuditLog(SqlEngine):
                 fresh.append(e)
         if not fresh:
             return 0
-        prev_hash = await conn.scalar(sa.select(a.hash).order_by(a.seq.desc()).limit(1)) or GENESIS_HASH
+        prev_hash = conn.scalar(sa.select(a.hash).order_by(a.seq.desc()).limit(1)) or GENESIS_HASH
         rows: list[dict[str, Any]] = []
         for e in fresh:
             head_hash = chain_hash(prev_hash, e)
             rows.append({**{f: getattr(e, f) for f in _AUDIT_FIELDS}, "prev_hash": prev_hash, "hash": head_hash})
             prev_hash = head_hash
-        last = int(await conn.scalar(sa.select(sa.func.max(audit_checkpoints.c.seq))) or 0)
+        last = int(conn.scalar(sa.select(sa.func.max(audit_checkpoints.c.seq))) or 0)
         for start in range(0, len(rows), _AUDIT_BATCH):
             batch = rows[start : start + _AUDIT_BATCH]
-            returned = await conn.execute(
+            returned = conn.execute(
                 sa.insert(audit_events).returning(a.seq, a.hash, sort_by_parameter_order=True), batch
             )
             placed = [(int(r.seq), str(r.hash)) for r in returned]
@@ -142,29 +139,27 @@ class AuditLog(SqlEngine):
             if self._signer is not None:
                 for seq, head_hash in placed:
                     if seq - last >= self._checkpoint_every:
-                        await self._write_checkpoint(conn, seq, head_hash, last)
+                        self._write_checkpoint(conn, seq, head_hash, last)
                         last = seq
         return len(fresh)
 
-    async def _lock_audit(self, conn: AsyncConnection) -> None:
+    def _lock_audit(self, conn: Connection) -> None:
         """Serialize chain appends: PostgreSQL's advisory lock (SQLite already holds its write lock)."""
         if self.dialect == "postgresql":
-            await conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _AUDIT_LOCK_KEY})
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _AUDIT_LOCK_KEY})
 
-    async def _write_checkpoint(self, conn: AsyncConnection, seq: int, head_hash: str, prev_seq: int) -> Checkpoint:
+    def _write_checkpoint(self, conn: Connection, seq: int, head_hash: str, prev_seq: int) -> Checkpoint:
         assert self._signer is not None
         # Counted incrementally (the previous checkpoint's count plus the events since), so a
         # checkpoint costs O(interval), not O(chain), while the chain lock is held.
         a, c = audit_events.c, audit_checkpoints.c
         before = 0
         if prev_seq:
-            before = int(await conn.scalar(sa.select(c.event_count).where(c.seq == prev_seq)) or 0)
-        since = await conn.scalar(
-            sa.select(sa.func.count()).select_from(audit_events).where(a.seq > prev_seq, a.seq <= seq)
-        )
+            before = int(conn.scalar(sa.select(c.event_count).where(c.seq == prev_seq)) or 0)
+        since = conn.scalar(sa.select(sa.func.count()).select_from(audit_events).where(a.seq > prev_seq, a.seq <= seq))
         count = before + int(since or 0)
         checkpoint = self._signer.sign(seq=seq, head_hash=head_hash, event_count=count, prev_seq=prev_seq, at=_utcnow())
-        await conn.execute(sa.insert(audit_checkpoints).values(**checkpoint.model_dump()))
+        conn.execute(sa.insert(audit_checkpoints).values(**checkpoint.model_dump()))
         # Debug only: this transaction may still roll back. Heads are published, once committed, by
         # memwarden.audit_heads (a file, the service log, an HTTP sink), which verification reads.
         _log.debug(
@@ -182,13 +177,16 @@ class AuditLog(SqlEngine):
         if self._signer is None:
             return None
         a, c = audit_events.c, audit_checkpoints.c
-        async with self._write() as conn:
-            await self._lock_audit(conn)
-            head = (await conn.execute(sa.select(a.seq, a.hash).order_by(a.seq.desc()).limit(1))).first()
-            last = int(await conn.scalar(sa.select(sa.func.max(c.seq))) or 0)
+
+        def sign_head(conn: Connection) -> Checkpoint | None:
+            self._lock_audit(conn)
+            head = conn.execute(sa.select(a.seq, a.hash).order_by(a.seq.desc()).limit(1)).first()
+            last = int(conn.scalar(sa.select(sa.func.max(c.seq))) or 0)
             if head is None or int(head.seq) == last:
                 return None
-            return await self._write_checkpoint(conn, int(head.seq), head.hash, last)
+            return self._write_checkpoint(conn, int(head.seq), head.hash, last)
+
+        return await self._transact(sign_head)
 
     async def list_checkpoints(self, *, limit: int = 100) -> list[Checkpoint]:
         """The newest checkpoints first (for operators and tests)."""

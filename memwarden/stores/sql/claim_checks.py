@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from memwarden.stores.sql import statements as Q
 from memwarden.stores.sql.engine import SqlEngine
@@ -30,7 +31,8 @@ class ClaimChecks(SqlEngine):
         """`put_candidate` for several (ref, tenant, content, expires_at) in one transaction (one fsync):
         a write parks its content and its subject handle together."""
         upsert = Q.upsert_candidate(self.dialect)
-        async with self._write() as conn:
+
+        def park(conn: Connection) -> None:
             for ref, tenant_id, content, expires_at in rows:
                 params = {
                     "ref": ref,
@@ -39,9 +41,10 @@ class ClaimChecks(SqlEngine):
                     "created_at": _utcnow(),
                     "expires_at": expires_at,
                 }
-                result = await conn.execute(upsert, params)
-                if result.rowcount != 1:
+                if conn.execute(upsert, params).rowcount != 1:
                     raise ValueError(f"candidate ref {ref} belongs to another tenant")
+
+        await self._transact(park)
 
     async def get_candidate(self, ref: str) -> str | None:
         """The parked content, or None when absent or past its `expires_at`."""
@@ -53,13 +56,13 @@ class ClaimChecks(SqlEngine):
         the refs found and not expired, with their content."""
         c = candidates.c
         stmt = sa.select(c.ref, c.content).where(c.ref.in_(list(refs)), c.expires_at > _utcnow())
-        async with self._read(single_statement=True) as conn:
-            return {ref: content for ref, content in await conn.execute(stmt)}
+        return await self._query(
+            lambda conn: {ref: content for ref, content in conn.execute(stmt)}, single_statement=True
+        )
 
     async def delete_candidate(self, ref: str) -> None:
         """Drop parked content once it is committed or rejected (idempotent)."""
-        async with self._write() as conn:
-            await conn.execute(Q.DELETE_CANDIDATE, {"ref": ref})
+        await self._transact(lambda conn: conn.execute(Q.DELETE_CANDIDATE, {"ref": ref}))
 
     async def delete_expired_candidates(self, now: datetime) -> int:
         """Sweep parked content whose workflow never came back for it; returns how many went."""
@@ -77,6 +80,7 @@ class ClaimChecks(SqlEngine):
         if source is not None:
             stmt = Q.SCREEN_INPUTS_WITH_SOURCE
             params |= {"system": source[0], "key": source[1]}
-        async with self._read(single_statement=True) as conn:
-            enabled, content, is_quarantined = (await conn.execute(stmt, params)).one()
+        enabled, content, is_quarantined = await self._query(
+            lambda conn: tuple(conn.execute(stmt, params).one()), single_statement=True
+        )
         return (True if enabled is None else bool(enabled)), content, bool(is_quarantined)

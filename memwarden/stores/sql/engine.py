@@ -1,6 +1,14 @@
 """Engines, connections and transactions: what differs between SQLite and PostgreSQL lives here.
 
-The rest of the store asks for `_read()` or `_write()` and runs the same statements on both dialects.
+The rest of the store asks for a transaction and runs the same statements on both dialects, in one of two
+forms. `_read()` / `_write()` yield an `AsyncConnection`, one `await` per statement. `_query(body)` /
+`_transact(body)` run `body`, a plain function of a `Connection`, as one whole read or write transaction:
+on PostgreSQL through `AsyncConnection.run_sync` (asyncpg, each statement awaited as before); on SQLite
+in one trip to a thread of the store's own, on a `sqlite3` connection, because each statement through
+aiosqlite costs three or four hops between the event loop and aiosqlite's thread, and a hop waits for
+the GIL behind whatever the worker is doing (`docs/decisions/sqlite-transactions-in-one-trip.md`). The
+operations' hot paths use the second form; helpers that both forms share are plain functions of a
+`Connection`, called from the first through `run_sync`.
 Writes are serialized where they must be: every SQLite write transaction is `BEGIN IMMEDIATE` (the
 database write lock, across processes), and migrations take a PostgreSQL advisory lock, so two
 processes may migrate at once.
@@ -9,13 +17,15 @@ processes may migrate at once.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from alembic import command
@@ -42,6 +52,11 @@ _MIGRATE_LOCK_KEY = 0x6D77_6D69_6772_6174
 _MIGRATE_SQLITE_ATTEMPTS = 12
 """Attempts, each waiting up to the 5 s busy timeout: about a minute for another process's migration."""
 _PING_TIMEOUT = 2.0
+_SQLITE_THREADS = 4
+"""Threads that run a SQLite store's whole transactions (`_query`, `_transact`): one writer at a time
+holds the write lock, the others read beside it (WAL)."""
+
+T = TypeVar("T")
 
 # aiosqlite logs every call at DEBUG with its arguments, SQL parameters (memory content) included, and
 # `hide_parameters` covers only SQLAlchemy's own records: those records are never created, whatever
@@ -99,11 +114,22 @@ class SqlEngine:
         self._write_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
             weakref.WeakKeyDictionary()
         )
+        self._sqlite: tuple[sa.Engine, ThreadPoolExecutor] | None = None
+        self._sqlite_guard = threading.Lock()
+        if self.dialect == "sqlite":
+            self._sqlite_side()  # no connection yet: the pool and the threads start on first use
 
     @property
     def engine(self) -> AsyncEngine:
         """The underlying engine, for code that needs a query this repository does not offer."""
         return self._engine
+
+    @property
+    def statement_engines(self) -> tuple[sa.Engine, ...]:
+        """Every synchronous engine this store's statements run on (for event listeners: tests, tracing)."""
+        if self.dialect != "sqlite":
+            return (self._engine.sync_engine,)
+        return (self._engine.sync_engine, self._sqlite_side()[0])
 
     @property
     def dialect(self) -> str:
@@ -136,6 +162,12 @@ class SqlEngine:
 
     async def close(self) -> None:
         await self._engine.dispose()
+        with self._sqlite_guard:
+            sqlite_side, self._sqlite = self._sqlite, None
+        if sqlite_side is not None:
+            engine, threads = sqlite_side
+            await asyncio.to_thread(threads.shutdown)
+            engine.dispose()
 
     async def ping(self) -> bool:
         """Readiness: True when a trivial query answers within `_PING_TIMEOUT` seconds."""
@@ -173,6 +205,48 @@ class SqlEngine:
             await conn.execution_options(**{_IMMEDIATE: True})
             async with conn.begin():
                 yield conn
+
+    async def _query(self, body: Callable[[Connection], T], *, single_statement: bool = False) -> T:
+        """`body(conn)` as one read (`single_statement` as in `_read`); on SQLite in one trip to a thread."""
+        if self.dialect != "sqlite":
+            async with self._read(single_statement=single_statement) as conn:
+                return await conn.run_sync(body)
+        options = {_AUTOCOMMIT_READ: True} if single_statement else {}
+        return await self._in_thread(_sqlite_run, body, options)
+
+    async def _transact(self, body: Callable[[Connection], T]) -> T:
+        """`body(conn)` as one write transaction, committed when it returns and rolled back when it raises;
+        on SQLite in one trip to a thread, queued behind this process's other writers as `_write` is."""
+        if self.dialect != "sqlite":
+            async with self._write() as conn:
+                return await conn.run_sync(body)
+        async with self._write_lock():
+            return await self._in_thread(_sqlite_run, body, {_IMMEDIATE: True})
+
+    async def _in_thread(
+        self, run: Callable[[sa.Engine, Callable[[Connection], T], dict[str, bool]], T], *args: Any
+    ) -> T:
+        engine, threads = self._sqlite_side()
+        return await asyncio.get_running_loop().run_in_executor(threads, functools.partial(run, engine, *args))
+
+    def _sqlite_side(self) -> tuple[sa.Engine, ThreadPoolExecutor]:
+        """The synchronous engine on the same database file, and the threads that use it (made on first use)."""
+        with self._sqlite_guard:
+            if self._sqlite is None:
+                url = self._engine.url.set(drivername="sqlite+pysqlite")
+                engine = sa.create_engine(
+                    url,
+                    hide_parameters=True,
+                    pool_reset_on_return=None,
+                    pool_size=_SQLITE_THREADS,
+                    connect_args={"check_same_thread": False},  # a pooled connection serves any of our threads
+                )
+                event.listen(engine, "connect", _sqlite_on_connect)
+                event.listen(engine, "begin", _sqlite_on_begin)
+                event.listen(engine, "reset", _sqlite_on_reset)
+                threads = ThreadPoolExecutor(_SQLITE_THREADS, thread_name_prefix="memwarden-sqlite")
+                self._sqlite = (engine, threads)
+            return self._sqlite
 
     def _write_lock(self) -> asyncio.Lock:
         """This event loop's SQLite writer lock (a store may outlive one loop, as in tests)."""
@@ -251,8 +325,18 @@ def _sqlite_on_reset(dbapi_connection: Any, _record: Any, _state: Any) -> None:
     by the time its connection returns, so for most connections there is nothing to end; the check
     reads sqlite3's own flag, without a round trip through aiosqlite's thread.
     """
-    if dbapi_connection.driver_connection.in_transaction:
+    if getattr(dbapi_connection, "driver_connection", dbapi_connection).in_transaction:
         dbapi_connection.rollback()
+
+
+def _sqlite_run(engine: sa.Engine, body: Callable[[Connection], T], options: dict[str, bool]) -> T:
+    """In a store thread: `body` in one transaction (or, for a single-statement read, none)."""
+    with engine.connect() as conn:
+        conn = conn.execution_options(**options)
+        if options.get(_AUTOCOMMIT_READ):
+            return body(conn)
+        with conn.begin():
+            return body(conn)
 
 
 def _sqlite_on_begin(conn: Connection) -> None:

@@ -272,7 +272,7 @@ class ImportRows(MemoryRows):
                     done = await self._apply(conn, effect, events)
                     applied.append(done)
                     parked.extend(effect.parked)
-                await self._append_audit_many(conn, events)
+                await conn.run_sync(self._append_audit_many, events)
                 if parked:
                     upsert = Q.upsert_candidate(self.dialect)
                     for ref, tenant_id, content, expires_at in parked:

@@ -135,7 +135,7 @@ class MemoryRows(AuditLog):
                     conn, record, idempotency_key=idempotency_key, derived_from=derived_from
                 )
                 if fresh and audit is not None:
-                    await self._append_audit(conn, audit(stored), row=stored)
+                    await conn.run_sync(self._append_audit, audit(stored), row=stored)
                 if drop_candidate is not None:
                     await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
         except IntegrityError as exc:
@@ -218,7 +218,7 @@ class MemoryRows(AuditLog):
             rejected = await _select_memory(conn, tenant_id, memory_id)
             assert rejected is not None
             if audit is not None:
-                await self._append_audit(conn, audit(rejected), row=rejected)
+                await conn.run_sync(self._append_audit, audit(rejected), row=rejected)
             return rejected
 
     async def stage_pending(
@@ -233,7 +233,7 @@ class MemoryRows(AuditLog):
         transaction. Idempotent: a row already stored under this id (or key) is kept as it is."""
         async with self._write() as conn:
             stored = await self._stage_pending_in(conn, record, idempotency_key=idempotency_key)
-            await self._append_audit(conn, audit(stored), row=stored)
+            await conn.run_sync(self._append_audit, audit(stored), row=stored)
             await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
         return stored
 
@@ -258,7 +258,7 @@ class MemoryRows(AuditLog):
         """A decision that stores nothing (REJECT, NOOP): its audit event and the claim check dropped, at once,
         so the parked content never outlives the decision and the decision is never lost with it."""
         async with self._write() as conn:
-            await self._append_audit(conn, event)
+            await conn.run_sync(self._append_audit, event)
             await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
 
     async def get_memory(self, tenant_id: str, memory_id: str) -> MemoryRecord | None:
@@ -272,8 +272,10 @@ class MemoryRows(AuditLog):
         By primary key: the tenant test is `tenant_id || '' = ?` (see `_bound_filter_clause`), or
         SQLite walks the whole tenant through its tenant-led index.
         """
-        async with self._read(single_statement=True) as conn:
-            return await _records_by_ids(conn, Q.MEMORIES_BY_IDS, {"tenant_id": tenant_id}, ids)
+        params = {"tenant_id": tenant_id}
+        return await self._query(
+            lambda conn: _records_by_ids(conn, Q.MEMORIES_BY_IDS, params, ids), single_statement=True
+        )
 
     async def find_by_idempotency_key(self, tenant_id: str, key: str) -> MemoryRecord | None:
         """The memory an earlier request with this key created, so a retried request answers the same."""
@@ -391,8 +393,8 @@ class MemoryRows(AuditLog):
             )
             if result.rowcount != 1:
                 raise ConcurrencyConflict(memory_id, current.version, None)
-            await self._append_audit(
-                conn,
+            await conn.run_sync(
+                self._append_audit,
                 AuditEventIn(
                     at=now,
                     tenant_id=tenant_id,
@@ -414,8 +416,7 @@ class MemoryRows(AuditLog):
         """Record that these memories were just returned (recency ranking and retention use it)."""
         if not ids:
             return
-        async with self._write() as conn:
-            await _touch_last_used(conn, tenant_id, ids, at)
+        await self._transact(lambda conn: _touch_last_used(conn, tenant_id, ids, at))
 
 
 async def _mark_superseded(conn: AsyncConnection, holder: MemoryRecord, *, by: str, at: datetime) -> bool:

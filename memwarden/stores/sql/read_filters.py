@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from memwarden.records import MemoryRecord, MemoryType, ReadFilter, Status, sensitivity_rank
@@ -85,8 +85,7 @@ class FilteredReads(AuditLog):
         """
         if not ids or not read_filter.clauses:
             return []
-        async with self._read() as conn:
-            return await _eligible_records(conn, read_filter, ids, now)
+        return await self._query(lambda conn: _eligible_records(conn, read_filter, ids, now))
 
     async def answer_search(
         self,
@@ -114,21 +113,24 @@ class FilteredReads(AuditLog):
         or audited and None is returned (the query is still dropped). Checked here, in the same
         transaction as the read, a switch-off that committed before it is always honoured.
         """
-        async with self._write() as conn:
+
+        def answer(conn: Connection) -> list[MemoryRecord] | None:
             if settings_owner is not None:
                 params = {"tenant_id": read_filter.tenant_id, "owner_id": settings_owner}
-                enabled = await conn.scalar(Q.MEMORY_ENABLED, params)
+                enabled = conn.scalar(Q.MEMORY_ENABLED, params)
                 if enabled is not None and not enabled:
                     if drop_candidate is not None:
-                        await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
+                        conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
                     return None
-            records = await _eligible_records(conn, read_filter, ids, now)
-            await self._append_audit(conn, audit(records))
+            records = _eligible_records(conn, read_filter, ids, now)
+            self._append_audit(conn, audit(records))
             if served is not None:
-                await _touch_last_used(conn, read_filter.tenant_id, served(records), now)
+                _touch_last_used(conn, read_filter.tenant_id, served(records), now)
             if drop_candidate is not None:
-                await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
-        return records
+                conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
+            return records
+
+        return await self._transact(answer)
 
     async def eligible_meta(
         self, read_filter: ReadFilter, ids: Sequence[str], now: datetime
@@ -141,10 +143,11 @@ class FilteredReads(AuditLog):
         if not ids or not read_filter.clauses:
             return {}
         stmt, params = by_ids_statement("meta", _META_COLUMNS, read_filter, now)
-        found: dict[str, EligibleMeta] = {}
-        async with self._read(single_statement=True) as conn:
+
+        def read(conn: Connection) -> dict[str, EligibleMeta]:
+            found: dict[str, EligibleMeta] = {}
             for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
-                rows = await conn.execute(stmt, {**params, "ids": chunk})
+                rows = conn.execute(stmt, {**params, "ids": chunk})
                 # Unpacked by position, in `_META_COLUMNS`' order: a named lookup on each of a dozen
                 # columns of every candidate row is a visible share of the search's critical path.
                 for (
@@ -178,7 +181,9 @@ class FilteredReads(AuditLog):
                         turn=turn,
                         speaker=speaker,
                     )
-        return found
+            return found
+
+        return await self._query(read, single_statement=True)
 
     async def list_memories(
         self, read_filter: ReadFilter, *, limit: int, cursor: str | None, now: datetime | None = None
@@ -308,12 +313,12 @@ def by_ids_statement(
     return stmt, _filter_params(read_filter, now)
 
 
-async def _eligible_records(
-    conn: AsyncConnection, read_filter: ReadFilter, ids: Sequence[str], now: datetime
+def _eligible_records(
+    conn: Connection, read_filter: ReadFilter, ids: Sequence[str], now: datetime
 ) -> list[MemoryRecord]:
     """`SqlStore.eligible` inside a transaction the caller holds (none without ids or clauses)."""
     if not ids or not read_filter.clauses:
         return []
     stmt, params = by_ids_statement("records", (memories,), read_filter, now)
-    found = await _records_by_ids(conn, stmt, params, ids)
+    found = _records_by_ids(conn, stmt, params, ids)
     return [found[i] for i in dict.fromkeys(ids) if i in found]

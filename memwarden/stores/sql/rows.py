@@ -11,7 +11,7 @@ from enum import Enum
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import RowMapping
+from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memwarden.records import LIVE_STATUSES, MemoryRecord, sensitivity_rank
@@ -23,11 +23,11 @@ _CHUNK = 500
 _RECORD_FIELDS: tuple[str, ...] = tuple(MemoryRecord.model_fields)
 
 
-async def _touch_last_used(conn: AsyncConnection, tenant_id: str, ids: Sequence[str], at: datetime) -> None:
+def _touch_last_used(conn: Connection, tenant_id: str, ids: Sequence[str], at: datetime) -> None:
     """Record that these memories were just returned (recency ranking and retention use it); never an edit."""
     m = memories.c
     for chunk in _chunks(list(ids), _CHUNK):
-        await conn.execute(
+        conn.execute(
             sa.update(memories)
             .where(m.tenant_id.concat("") == tenant_id, m.id.in_(chunk))  # by primary key: see _bound_filter_clause
             .values(last_used_at=at)
@@ -90,13 +90,13 @@ def _row_to_record(row: RowMapping) -> MemoryRecord:
     return MemoryRecord.model_validate({name: row[name] for name in _RECORD_FIELDS})
 
 
-async def _records_by_ids(
-    conn: AsyncConnection, stmt: sa.Select[Any], params: dict[str, Any], ids: Sequence[str]
+def _records_by_ids(
+    conn: Connection, stmt: sa.Select[Any], params: dict[str, Any], ids: Sequence[str]
 ) -> dict[str, MemoryRecord]:
     """Rows of `stmt` (which binds its ids as `ids`) for each distinct id, in chunks of `_CHUNK`, by id."""
     found: dict[str, MemoryRecord] = {}
     for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
-        for row in (await conn.execute(stmt, {**params, "ids": chunk})).mappings():
+        for row in conn.execute(stmt, {**params, "ids": chunk}).mappings():
             found[row["id"]] = _row_to_record(row)
     return found
 
