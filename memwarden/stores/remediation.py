@@ -370,7 +370,7 @@ class RemediationStore:
     async def _restore_one(self, tenant_id: str, rid: str, memory_id: str, members: set[str], now: datetime) -> Brought:
         rm = rollback_members.c
         async with self.store.transaction() as conn:
-            quarantined = await _select_memory(conn, tenant_id, memory_id)
+            quarantined = await conn.run_sync(_select_memory, tenant_id, memory_id)
             brought = await self._bring_back_predecessor(conn, tenant_id, rid, quarantined, members, now)
             await conn.execute(
                 sa.update(rollback_members)
@@ -392,11 +392,11 @@ class RemediationStore:
             return Brought(None, None, None, "not_quarantined")
         if quarantined.supersedes is None:
             return Brought(None, quarantined.id, None, "nothing_superseded")
-        value = await _select_memory(conn, tenant_id, quarantined.supersedes)
+        value = await conn.run_sync(_select_memory, tenant_id, quarantined.supersedes)
         seen = {quarantined.id}
         while value is not None and value.id in members and value.supersedes and value.id not in seen:
             seen.add(value.id)  # the rollback's own earlier write in this chain: look further back
-            value = await _select_memory(conn, tenant_id, value.supersedes)
+            value = await conn.run_sync(_select_memory, tenant_id, value.supersedes)
         if value is None or value.id in members or value.content is None or value.status in CONTENT_GONE_STATUSES:
             return Brought(None, quarantined.id, None, "predecessor_gone")
         holder = await self._holder(conn, quarantined)
@@ -469,18 +469,18 @@ class RemediationStore:
         live version and `memory_id` is superseded by it. The same revert again returns the first one's row."""
         new_id = restored_id("revert", memory_id)
         async with self.store.transaction() as conn:
-            done = await _select_memory(conn, tenant_id, new_id)
+            done = await conn.run_sync(_select_memory, tenant_id, new_id)
             if done is not None:
-                reverted = await _select_memory(conn, tenant_id, memory_id)
+                reverted = await conn.run_sync(_select_memory, tenant_id, memory_id)
                 return Brought(done, memory_id, reverted.supersedes if reverted else None, "already_reverted")
-            live = await _select_memory(conn, tenant_id, memory_id)
+            live = await conn.run_sync(_select_memory, tenant_id, memory_id)
             if live is None:
                 raise RemediationError("not_found")
             if live.status not in LIVE_STATUSES:
                 raise RemediationError("not_live")
             if live.supersedes is None:
                 raise RemediationError("nothing_to_revert")
-            value = await _select_memory(conn, tenant_id, live.supersedes)
+            value = await conn.run_sync(_select_memory, tenant_id, live.supersedes)
             if value is None or value.content is None or value.status in CONTENT_GONE_STATUSES:
                 raise RemediationError("predecessor_gone")
             if value.status is Status.QUARANTINED:
@@ -513,10 +513,10 @@ class RemediationStore:
         its value superseding the slot's holder (the quarantined row is then `superseded`). Idempotent."""
         new_id = restored_id("release", memory_id)
         async with self.store.transaction() as conn:
-            copy = await _select_memory(conn, tenant_id, new_id)
+            copy = await conn.run_sync(_select_memory, tenant_id, new_id)
             if copy is not None:
                 return Brought(copy, None, memory_id, "already_released")
-            row = await _select_memory(conn, tenant_id, memory_id)
+            row = await conn.run_sync(_select_memory, tenant_id, memory_id)
             if row is None:
                 raise RemediationError("not_found")
             if row.status is not Status.QUARANTINED:
@@ -540,7 +540,7 @@ class RemediationStore:
                 )
                 if result.rowcount != 1:
                     raise RemediationError("version_conflict")
-                live = await _select_memory(conn, tenant_id, memory_id)
+                live = await conn.run_sync(_select_memory, tenant_id, memory_id)
                 assert live is not None
                 replaced, changed = None, ()
             else:

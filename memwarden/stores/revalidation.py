@@ -160,17 +160,17 @@ class RevalidationStore:
         live and `new` was never written (someone else moved the slot on first)."""
         assert new.status is Status.ACTIVE and new.supersedes == old.id
         async with self.store.transaction() as conn:
-            existing = await _select_memory(conn, new.tenant_id, new.id)
+            existing = await conn.run_sync(_select_memory, new.tenant_id, new.id)
             if existing is not None:
                 return existing  # a retried activity: the supersession already happened
-            current = await _select_memory(conn, old.tenant_id, old.id)
+            current = await conn.run_sync(_select_memory, old.tenant_id, old.id)
             if current is None or current.status not in LIVE_STATUSES or current.version != old.version:
                 return None  # moved on since the source was asked
-            if not await _mark_superseded(conn, current, by=new.id, at=new.updated_at):
+            if not await conn.run_sync(_mark_superseded, current, by=new.id, at=new.updated_at):
                 return None
             row = _record_to_row(new) | {"derived_from": None, "idempotency_key": None}
             await conn.execute(sa.insert(memories).values(**row))
-            stored = await _select_memory(conn, new.tenant_id, new.id)
+            stored = await conn.run_sync(_select_memory, new.tenant_id, new.id)
             assert stored is not None
             await conn.run_sync(self.store._append_audit, audit(stored))
         return stored
@@ -179,7 +179,7 @@ class RevalidationStore:
         """Gone at the source: `invalidated` (kept, blocked from use). Already invalidated: returned as is."""
         m = memories.c
         async with self.store.transaction() as conn:
-            current = await _select_memory(conn, record.tenant_id, record.id)
+            current = await conn.run_sync(_select_memory, record.tenant_id, record.id)
             if current is None:
                 return None
             if current.status is Status.INVALIDATED:
@@ -193,7 +193,7 @@ class RevalidationStore:
                 .where(m.id == current.id, m.version == current.version)
                 .values(status=Status.INVALIDATED.value, live_slot=None, version=current.version + 1, updated_at=now)
             )
-            updated = await _select_memory(conn, record.tenant_id, record.id)
+            updated = await conn.run_sync(_select_memory, record.tenant_id, record.id)
             assert updated is not None
             await conn.run_sync(self.store._append_audit, audit(updated))
         return updated

@@ -54,8 +54,8 @@ class AuditLog(SqlEngine):
 
     async def get_audit_event(self, event_id: str) -> AuditEvent | None:
         """One event by its id (a retried activity reads back the decision it recorded)."""
-        async with self._read() as conn:
-            row = (await conn.execute(sa.select(audit_events).where(audit_events.c.id == event_id))).mappings().first()
+        stmt = sa.select(audit_events).where(audit_events.c.id == event_id)
+        row = await self._query(lambda conn: conn.execute(stmt).mappings().first(), single_statement=True)
         return AuditEvent.model_validate(dict(row)) if row is not None else None
 
     async def append_audit(self, event: AuditEventIn) -> str:

@@ -298,11 +298,11 @@ class ImportRows(MemoryRows):
             return Applied(effect.outcome)
         assert effect.record is not None and callable(effect.audit)
         if effect.kind == "pending":
-            stored = await self._stage_pending_in(conn, effect.record, idempotency_key=effect.idempotency_key)
+            stored = await conn.run_sync(self._stage_pending_in, effect.record, idempotency_key=effect.idempotency_key)
             events.append(effect.audit(stored))
             return Applied(_outcome_of(effect, stored))
-        live, superseded, fresh = await self._commit_live_in(
-            conn, effect.record, idempotency_key=effect.idempotency_key
+        live, superseded, fresh = await conn.run_sync(
+            self._commit_live_in, effect.record, idempotency_key=effect.idempotency_key
         )
         if fresh:
             events.append(effect.audit(live))

@@ -13,8 +13,8 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memwarden.records import (
     CONTENT_GONE_STATUSES,
@@ -76,9 +76,9 @@ class MemoryRows(AuditLog):
             inserted = (await conn.execute(stmt)).mappings().first()
             if inserted is not None:
                 return _row_to_record(inserted)
-            existing = await _select_memory(conn, record.tenant_id, record.id)
+            existing = await conn.run_sync(_select_memory, record.tenant_id, record.id)
             if existing is None and idempotency_key is not None:
-                existing = await _select_by_key(conn, record.tenant_id, idempotency_key)
+                existing = await conn.run_sync(_select_by_key, record.tenant_id, idempotency_key)
             if existing is None:
                 raise ValueError(f"memory id {record.id} is taken in another tenant")
             return existing
@@ -104,8 +104,9 @@ class MemoryRows(AuditLog):
     ) -> MemoryRecord | None:
         """The live (active or stale) memory holding this slot in this namespace, if any."""
         params = {"tenant_id": tenant_id, "owner_id": owner_id, "live_slot": slot_key(scope, agent_id, store, slot)}
-        async with self._read() as conn:
-            row = (await conn.execute(Q.SLOT_HOLDER, params)).mappings().first()
+        row = await self._query(
+            lambda conn: conn.execute(Q.SLOT_HOLDER, params).mappings().first(), single_statement=True
+        )
         return _row_to_record(row) if row is not None else None
 
     async def commit_live(
@@ -129,22 +130,26 @@ class MemoryRows(AuditLog):
         the slot and the older one stays as history.
         """
         assert record.status in LIVE_STATUSES, "commit_live makes a record live"
+
+        def commit(conn: Connection) -> tuple[MemoryRecord, str | None]:
+            stored, superseded, fresh = self._commit_live_in(
+                conn, record, idempotency_key=idempotency_key, derived_from=derived_from
+            )
+            if fresh and audit is not None:
+                self._append_audit(conn, audit(stored), row=stored)
+            if drop_candidate is not None:
+                conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
+            return stored, superseded
+
         try:
-            async with self._write() as conn:
-                stored, superseded, fresh = await self._commit_live_in(
-                    conn, record, idempotency_key=idempotency_key, derived_from=derived_from
-                )
-                if fresh and audit is not None:
-                    await conn.run_sync(self._append_audit, audit(stored), row=stored)
-                if drop_candidate is not None:
-                    await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
+            stored, superseded = await self._transact(commit)
         except IntegrityError as exc:
             raise ConcurrencyConflict(record.id, None, None) from exc
         return stored, superseded
 
-    async def _commit_live_in(
+    def _commit_live_in(
         self,
-        conn: AsyncConnection,
+        conn: Connection,
         record: MemoryRecord,
         *,
         idempotency_key: str | None,
@@ -156,7 +161,7 @@ class MemoryRows(AuditLog):
         was already committed and is returned as it is). An `IntegrityError` is the caller's to map.
         """
         m = memories.c
-        existing = await _select_by_id_or_key(conn, record.tenant_id, record.id, idempotency_key)
+        existing = _select_by_id_or_key(conn, record.tenant_id, record.id, idempotency_key)
         if existing is not None and existing.status is not Status.PENDING:
             return existing, existing.supersedes, False
         superseded: str | None = None
@@ -164,11 +169,11 @@ class MemoryRows(AuditLog):
         if key is not None:
             query = Q.SLOT_HOLDER_FOR_UPDATE if self.dialect == "postgresql" else Q.SLOT_HOLDER
             params = {"tenant_id": record.tenant_id, "owner_id": record.owner_id, "live_slot": key}
-            holder_row = (await conn.execute(query, params)).mappings().first()
+            holder_row = conn.execute(query, params).mappings().first()
             if holder_row is not None and holder_row["id"] != record.id:
                 holder = _row_to_record(holder_row)
                 check_transition(holder.status, Status.SUPERSEDED)
-                if not await _mark_superseded(conn, holder, by=record.id, at=record.updated_at):
+                if not _mark_superseded(conn, holder, by=record.id, at=record.updated_at):
                     raise ConcurrencyConflict(holder.id, holder.version, None)
                 superseded = holder.id
         live = record.model_copy(update={"supersedes": superseded})
@@ -178,15 +183,13 @@ class MemoryRows(AuditLog):
             values["version"] = existing.version + 1
             for column in ("id", "tenant_id", "created_at", "idempotency_key", "derived_from"):
                 values.pop(column, None)
-            await conn.execute(
-                sa.update(memories).where(m.id == existing.id, m.version == existing.version).values(**values)
-            )
-            stored = await _select_memory(conn, record.tenant_id, record.id)
+            conn.execute(sa.update(memories).where(m.id == existing.id, m.version == existing.version).values(**values))
+            stored = _select_memory(conn, record.tenant_id, record.id)
         else:
             values = _record_to_row(live)
             values["idempotency_key"] = idempotency_key
             values["derived_from"] = list(derived_from) if derived_from is not None else None
-            row = (await conn.execute(Q.INSERT_MEMORY, values)).mappings()
+            row = conn.execute(Q.INSERT_MEMORY, values).mappings()
             stored = _row_to_record(row.one())
         assert stored is not None
         return stored, superseded, True
@@ -206,20 +209,23 @@ class MemoryRows(AuditLog):
         returned unchanged (its rejection, and the event with it, landed before).
         """
         m = memories.c
-        async with self._write() as conn:
-            current = await _select_memory(conn, tenant_id, memory_id)
+
+        def reject(conn: Connection) -> MemoryRecord | None:
+            current = _select_memory(conn, tenant_id, memory_id)
             if current is None or current.status is not Status.PENDING:
                 return current
-            await conn.execute(
+            conn.execute(
                 sa.update(memories)
                 .where(m.id == memory_id, m.version == current.version)
                 .values(status=Status.REJECTED.value, content=None, version=current.version + 1, updated_at=now)
             )
-            rejected = await _select_memory(conn, tenant_id, memory_id)
+            rejected = _select_memory(conn, tenant_id, memory_id)
             assert rejected is not None
             if audit is not None:
-                await conn.run_sync(self._append_audit, audit(rejected), row=rejected)
+                self._append_audit(conn, audit(rejected), row=rejected)
             return rejected
+
+        return await self._transact(reject)
 
     async def stage_pending(
         self,
@@ -231,25 +237,26 @@ class MemoryRows(AuditLog):
     ) -> MemoryRecord:
         """Store a write awaiting confirmation as `pending`, its audit event, and drop the claim check: one
         transaction. Idempotent: a row already stored under this id (or key) is kept as it is."""
-        async with self._write() as conn:
-            stored = await self._stage_pending_in(conn, record, idempotency_key=idempotency_key)
-            await conn.run_sync(self._append_audit, audit(stored), row=stored)
-            await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
-        return stored
 
-    async def _stage_pending_in(
-        self, conn: AsyncConnection, record: MemoryRecord, *, idempotency_key: str | None
-    ) -> MemoryRecord:
+        def stage(conn: Connection) -> MemoryRecord:
+            stored = self._stage_pending_in(conn, record, idempotency_key=idempotency_key)
+            self._append_audit(conn, audit(stored), row=stored)
+            conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
+            return stored
+
+        return await self._transact(stage)
+
+    def _stage_pending_in(self, conn: Connection, record: MemoryRecord, *, idempotency_key: str | None) -> MemoryRecord:
         """`stage_pending`'s row inside a transaction the caller holds; a row already stored is kept as it is."""
         assert record.status is Status.PENDING
         values = _record_to_row(record)
         values["idempotency_key"] = idempotency_key
         values["derived_from"] = None
         stmt = self._insert(memories).values(**values).on_conflict_do_nothing().returning(*memories.c)
-        inserted = (await conn.execute(stmt)).mappings().first()
+        inserted = conn.execute(stmt).mappings().first()
         if inserted is not None:
             return _row_to_record(inserted)
-        found = await _select_by_id_or_key(conn, record.tenant_id, record.id, idempotency_key)
+        found = _select_by_id_or_key(conn, record.tenant_id, record.id, idempotency_key)
         if found is None:
             raise ValueError(f"memory id {record.id} is taken in another tenant")
         return found
@@ -257,14 +264,16 @@ class MemoryRows(AuditLog):
     async def record_decision(self, event: AuditEventIn, *, drop_candidate: str) -> None:
         """A decision that stores nothing (REJECT, NOOP): its audit event and the claim check dropped, at once,
         so the parked content never outlives the decision and the decision is never lost with it."""
-        async with self._write() as conn:
-            await conn.run_sync(self._append_audit, event)
-            await conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
+
+        def record(conn: Connection) -> None:
+            self._append_audit(conn, event)
+            conn.execute(Q.DELETE_CANDIDATE, {"ref": drop_candidate})
+
+        await self._transact(record)
 
     async def get_memory(self, tenant_id: str, memory_id: str) -> MemoryRecord | None:
         """One memory of this tenant; another tenant's id is simply absent."""
-        async with self._read(single_statement=True) as conn:
-            return await _select_memory(conn, tenant_id, memory_id)
+        return await self._query(lambda conn: _select_memory(conn, tenant_id, memory_id), single_statement=True)
 
     async def get_many(self, tenant_id: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         """Memories of this tenant by id; missing ids are left out of the mapping.
@@ -279,8 +288,7 @@ class MemoryRows(AuditLog):
 
     async def find_by_idempotency_key(self, tenant_id: str, key: str) -> MemoryRecord | None:
         """The memory an earlier request with this key created, so a retried request answers the same."""
-        async with self._read() as conn:
-            return await _select_by_key(conn, tenant_id, key)
+        return await self._query(lambda conn: _select_by_key(conn, tenant_id, key), single_statement=True)
 
     async def changed_since(self, since: datetime, *, batch: int = 500) -> AsyncIterator[list[MemoryRecord]]:
         """Every tenant's memories changed at or after `since`, oldest first, in batches.
@@ -321,7 +329,7 @@ class MemoryRows(AuditLog):
         target = Status(status)
         m = memories.c
         async with self._write() as conn:
-            current = await _select_memory(conn, tenant_id, memory_id)
+            current = await conn.run_sync(_select_memory, tenant_id, memory_id)
             if current is None:
                 return None
             if current.status is target:
@@ -342,7 +350,7 @@ class MemoryRows(AuditLog):
             )
             if result.rowcount != 1:
                 raise ConcurrencyConflict(memory_id, current.version, None)
-            updated = await _select_memory(conn, tenant_id, memory_id)
+            updated = await conn.run_sync(_select_memory, tenant_id, memory_id)
         assert updated is not None
         return updated
 
@@ -356,7 +364,7 @@ class MemoryRows(AuditLog):
         """
         m = memories.c
         async with self._write() as conn:
-            current = await _select_memory(conn, tenant_id, memory_id)
+            current = await conn.run_sync(_select_memory, tenant_id, memory_id)
             if current is None or current.slot is not None or current.status not in LIVE_STATUSES:
                 return current
             adopted = current.model_copy(update={"slot": slot})
@@ -367,7 +375,7 @@ class MemoryRows(AuditLog):
             )
             if result.rowcount != 1:
                 raise ConcurrencyConflict(memory_id, current.version, None)
-            return await _select_memory(conn, tenant_id, memory_id)
+            return await conn.run_sync(_select_memory, tenant_id, memory_id)
 
     async def set_retention_class(
         self, tenant_id: str, memory_id: str, retention_class: str, *, now: datetime, actor: str, reason: str
@@ -381,7 +389,7 @@ class MemoryRows(AuditLog):
         """
         m = memories.c
         async with self._write() as conn:
-            current = await _select_memory(conn, tenant_id, memory_id)
+            current = await conn.run_sync(_select_memory, tenant_id, memory_id)
             if current is None:
                 return None
             if current.status in CONTENT_GONE_STATUSES or current.retention_class == retention_class:
@@ -408,7 +416,7 @@ class MemoryRows(AuditLog):
                     hash_after=current.content_hash,
                 ),
             )
-            updated = await _select_memory(conn, tenant_id, memory_id)
+            updated = await conn.run_sync(_select_memory, tenant_id, memory_id)
             assert updated is not None
             return current.retention_class, updated
 
@@ -419,10 +427,10 @@ class MemoryRows(AuditLog):
         await self._transact(lambda conn: _touch_last_used(conn, tenant_id, ids, at))
 
 
-async def _mark_superseded(conn: AsyncConnection, holder: MemoryRecord, *, by: str, at: datetime) -> bool:
+def _mark_superseded(conn: Connection, holder: MemoryRecord, *, by: str, at: datetime) -> bool:
     """`holder` superseded by memory `by`, if it is still at the version read (False: it moved on meanwhile)."""
     m = memories.c
-    done = await conn.execute(
+    done = conn.execute(
         sa.update(memories)
         .where(m.id == holder.id, m.version == holder.version)
         .values(

@@ -14,8 +14,8 @@ class OwnerSettings(SqlEngine):
 
     async def get_settings(self, tenant_id: str, owner_id: str) -> bool:
         """Whether memory is on for this person; on unless they switched it off."""
-        async with self._read(single_statement=True) as conn:
-            value = await conn.scalar(Q.MEMORY_ENABLED, {"tenant_id": tenant_id, "owner_id": owner_id})
+        params = {"tenant_id": tenant_id, "owner_id": owner_id}
+        value = await self._query(lambda conn: conn.scalar(Q.MEMORY_ENABLED, params), single_statement=True)
         return True if value is None else bool(value)
 
     async def put_settings(self, tenant_id: str, owner_id: str, memory_enabled: bool, now: datetime) -> None:

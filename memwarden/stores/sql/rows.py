@@ -1,6 +1,8 @@
 """A memory record as a row and back, and the few reads of memory rows every part of the store shares.
 
-Helpers run on a connection the caller holds, so a caller's read and its write share one transaction.
+Helpers run on a connection the caller holds, so a caller's read and its write share one transaction: plain
+functions of a `Connection`, called directly inside `_query`/`_transact` bodies and through `run_sync` from
+an `AsyncConnection`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, RowMapping
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memwarden.records import LIVE_STATUSES, MemoryRecord, sensitivity_rank
 from memwarden.stores.sql import statements as Q
@@ -34,32 +35,26 @@ def _touch_last_used(conn: Connection, tenant_id: str, ids: Sequence[str], at: d
         )
 
 
-async def _select_memory(conn: AsyncConnection, tenant_id: str, memory_id: str) -> MemoryRecord | None:
-    row = (await conn.execute(Q.MEMORY_BY_ID, {"tenant_id": tenant_id, "id": memory_id})).mappings().first()
+def _select_memory(conn: Connection, tenant_id: str, memory_id: str) -> MemoryRecord | None:
+    row = conn.execute(Q.MEMORY_BY_ID, {"tenant_id": tenant_id, "id": memory_id}).mappings().first()
     return _row_to_record(row) if row is not None else None
 
 
-async def _select_by_id_or_key(
-    conn: AsyncConnection, tenant_id: str, memory_id: str, key: str | None
-) -> MemoryRecord | None:
+def _select_by_id_or_key(conn: Connection, tenant_id: str, memory_id: str, key: str | None) -> MemoryRecord | None:
     """The row with this id, else the one with this idempotency key: one statement for both lookups."""
     if key is None:
-        rows = (await conn.execute(Q.MEMORY_BY_ID, {"tenant_id": tenant_id, "id": memory_id})).mappings().all()
+        rows = conn.execute(Q.MEMORY_BY_ID, {"tenant_id": tenant_id, "id": memory_id}).mappings().all()
     else:
         params = {"tenant_id": tenant_id, "id": memory_id, "key": key}
-        rows = (await conn.execute(Q.MEMORY_BY_ID_OR_KEY, params)).mappings().all()
+        rows = conn.execute(Q.MEMORY_BY_ID_OR_KEY, params).mappings().all()
     by_id = [r for r in rows if r["id"] == memory_id]
     chosen = by_id[0] if by_id else (rows[0] if rows else None)
     return _row_to_record(chosen) if chosen is not None else None
 
 
-async def _select_by_key(conn: AsyncConnection, tenant_id: str, key: str) -> MemoryRecord | None:
+def _select_by_key(conn: Connection, tenant_id: str, key: str) -> MemoryRecord | None:
     m = memories.c
-    row = (
-        (await conn.execute(sa.select(memories).where(m.tenant_id == tenant_id, m.idempotency_key == key)))
-        .mappings()
-        .first()
-    )
+    row = conn.execute(sa.select(memories).where(m.tenant_id == tenant_id, m.idempotency_key == key)).mappings().first()
     return _row_to_record(row) if row is not None else None
 
 
