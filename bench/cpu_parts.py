@@ -510,9 +510,11 @@ class Batch:
         """Own time by Python part, the profiler's per-call cost taken out (`deflated`)."""
         return split(deflated(self.funcs, self.overhead))
 
-    def per_op_ms(self) -> dict[str, float]:
-        """Python parts scaled to the unprofiled Python CPU, then the native lines; ms per call."""
-        parts = self.parts
+    def per_op_ms(self, *, uniform: bool = False) -> dict[str, float]:
+        """Python parts scaled to the unprofiled Python CPU, then the native lines; ms per call.
+        `uniform`: the raw profile scaled by one factor instead of the per-call cost taken out, the
+        other bound (it overstates parts of many small calls as the deflation understates them)."""
+        parts = split(self.funcs) if uniform else self.parts
         left = sum(parts.values())
         scale = self.plain["python"] / left if left > 0 else 0.0
         out = {p: 1000 * parts[p] * scale / self.n for p in PYTHON_PARTS}
@@ -618,10 +620,11 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             ]
             writer = {"Authorization": f"Bearer {stack.token(tenant='bench', sub='solo', role='user')}"}
             overhead = calibrate()
+            decisions: Counter[str] = Counter()
             batches = {
                 "floor": await measure(floor(stack), args.n, args.warmup, overhead),
                 "search": await measure(search(stack, tokens, rng), args.n, args.warmup, overhead),
-                "write": await measure(write(stack, writer, rng), args.n, args.warmup, overhead),
+                "write": await measure(write(stack, writer, rng, decisions), args.n, args.warmup, overhead),
             }
             threads = sorted({name for name in thread_names()})
     return {
@@ -629,6 +632,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "size": args.size,
         "n": args.n,
         "batches": batches,
+        "decisions": dict(decisions),
         "overhead_ns": {k: round(v * 1e9) for k, v in dataclasses.asdict(overhead).items()},
         "threads": threads,
     }
@@ -654,12 +658,16 @@ def search(stack: Stack, tokens: list[str], rng: random.Random) -> Callable[[int
     return call
 
 
-def write(stack: Stack, headers: dict[str, str], rng: random.Random) -> Callable[[int], Awaitable[object]]:
-    """`POST /v1/memories` as `bench.write_phases` sends it."""
+def write(
+    stack: Stack, headers: dict[str, str], rng: random.Random, decisions: Counter[str]
+) -> Callable[[int], Awaitable[object]]:
+    """`POST /v1/memories` as `bench.write_phases` sends it; `decisions` counts the answers' decisions
+    (a NOOP costs less than an ADD, so the mix is part of the figure)."""
 
     async def call(_: int) -> None:
         answer = await stack.http.post("/v1/memories", headers=headers, json=body(rng, "solo"))
         answer.raise_for_status()
+        decisions[str(answer.json().get("decision"))] += 1
 
     return call
 
@@ -679,23 +687,23 @@ def thread_names() -> list[str]:
 
 
 def table_rows(batches: dict[str, Batch]) -> list[list[object]]:
-    """One row per part (then the totals): ms per op for search, write, floor and the two differences."""
+    """One row per part (then the totals): ms per op for search, write, floor, the two differences,
+    and the three operations again with the profile scaled uniformly (the other bound)."""
     ms = {op: b.per_op_ms() for op, b in batches.items()}
+    flat = {op: b.per_op_ms(uniform=True) for op, b in batches.items()}
+    ops = ("search", "write", "floor")
     rows: list[list[object]] = []
     for part in (*PYTHON_PARTS, *NATIVE_PARTS):
-        s, w, f = ms["search"][part], ms["write"][part], ms["floor"][part]
+        s, w, f = (ms[op][part] for op in ops)
         if max(abs(s), abs(w), abs(f)) >= 0.05:
-            rows.append([part, f"{s:.1f}", f"{w:.1f}", f"{f:.1f}", f"{s - f:+.1f}", f"{w - f:+.1f}"])
-    total = {op: sum(v.values()) for op, v in ms.items()}
+            rows.append(
+                [part, f"{s:.1f}", f"{w:.1f}", f"{f:.1f}", f"{s - f:+.1f}", f"{w - f:+.1f}"]
+                + [f"{flat[op][part]:.1f}" if part in PYTHON_PARTS else "" for op in ops]
+            )
+    s, w, f = (sum(ms[op].values()) for op in ops)
     rows.append(
-        [
-            "**total**",
-            f"**{total['search']:.1f}**",
-            f"**{total['write']:.1f}**",
-            f"**{total['floor']:.1f}**",
-            f"**{total['search'] - total['floor']:+.1f}**",
-            f"**{total['write'] - total['floor']:+.1f}**",
-        ]
+        [f"**{v}**" for v in ("total", f"{s:.1f}", f"{w:.1f}", f"{f:.1f}", f"{s - f:+.1f}", f"{w - f:+.1f}")]
+        + [f"{sum(flat[op].values()):.1f}" for op in ops]
     )
     return rows
 
@@ -726,7 +734,20 @@ def coverage_rows(batches: dict[str, Batch]) -> list[list[object]]:
 def markdown(result: dict[str, Any]) -> str:
     """The run as docs/benchmarks.md shows it: the parts table, the profiler's coverage, the top functions."""
     batches: dict[str, Batch] = result["batches"]
-    parts = report.table(["part", "search", "write", "floor", "search - floor", "write - floor"], table_rows(batches))
+    parts = report.table(
+        [
+            "part",
+            "search",
+            "write",
+            "floor",
+            "search - floor",
+            "write - floor",
+            "search, scaled uniformly",
+            "write, scaled uniformly",
+            "floor, scaled uniformly",
+        ],
+        table_rows(batches),
+    )
     coverage = report.table(
         [
             "operation",
@@ -755,7 +776,11 @@ def markdown(result: dict[str, Any]) -> str:
         f"{result['n']} under yappi; CPU ms per call. Python parts: yappi's own time per function minus the "
         f"profiler's cost per call (its shape calibrated on a bare loop in this run, ns: {result['overhead_ns']}; "
         f"its size fitted, k times, so that the parts sum to the unprofiled batch's Python CPU), by part. "
-        f"Native lines: the unprofiled batch's /proc figures. python_loop_ms {result['python_loop_ms']}."
+        f"Native lines: the unprofiled batch's /proc figures. The last three columns scale the raw profile "
+        f"by one factor instead: the other bound, since a per-call cost fitted as a constant counts the "
+        f"shortest calls (`isinstance`, the sandbox's proxies) as nothing but profiler, and one factor "
+        f"counts them as inflated no more than onnxruntime's one long call. Write decisions (warm-up "
+        f"included): {result['decisions']}. python_loop_ms {result['python_loop_ms']}."
     )
     return "\n\n".join([parts, notes, coverage, *tops, others])
 
