@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import os
 import random
 import re
@@ -553,6 +554,36 @@ def went(parts: Counter[str]) -> str:
     return ", ".join(f"{p} {100 * s / total:.0f}%" for p, s in parts.most_common(3))
 
 
+class GcClock:
+    """CPU seconds the garbage collector spends, per generation, while installed (`gc.callbacks`).
+
+    Why: a collection runs inside whatever function allocated last, so its CPU lands in that function's
+    own time in yappi's profile (a full collection of the stack's heap can put milliseconds per
+    operation into a `re.Pattern.match` of json's decoder). The parts cannot say where it went; this
+    line says how much of them it is."""
+
+    def __init__(self) -> None:
+        self.seconds: Counter[int] = Counter()
+        self.count: Counter[int] = Counter()
+        self._started: dict[int, float] = {}
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        tid = threading.get_ident()
+        if phase == "start":
+            self._started[tid] = time.thread_time()
+        elif tid in self._started:
+            generation = info.get("generation", 0)
+            self.seconds[generation] += time.thread_time() - self._started.pop(tid)
+            self.count[generation] += 1
+
+    def __enter__(self) -> GcClock:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        gc.callbacks.remove(self)
+
+
 async def run_batch(call: Callable[[int], Awaitable[object]], n: int, *, profile: bool) -> tuple[dict[str, float], Any]:
     """`n` calls back to back between two /proc readings, under yappi when `profile`; (delta, stats)."""
     import yappi
@@ -561,15 +592,19 @@ async def run_batch(call: Callable[[int], Awaitable[object]], n: int, *, profile
         yappi.clear_stats()
         yappi.set_clock_type("cpu")
         yappi.start(builtins=True, profile_threads=True)
-    before = read_proc()
-    for i in range(n):
-        await call(i)
-    after = read_proc()
+    with GcClock() as collector:
+        before = read_proc()
+        for i in range(n):
+            await call(i)
+        after = read_proc()
+    delta = proc_delta(before, after)
+    delta.update({f"gc{g}": seconds for g, seconds in collector.seconds.items()})
+    delta.update({f"gc{g} count": float(c) for g, c in collector.count.items()})
     stats = None
     if profile:
         yappi.stop()
         stats = yappi.get_func_stats()
-    return proc_delta(before, after), stats
+    return delta, stats
 
 
 async def measure(call: Callable[[int], Awaitable[object]], n: int, warmup: int, overhead: Overhead) -> Batch:
@@ -708,9 +743,12 @@ def table_rows(batches: dict[str, Batch]) -> list[list[object]]:
     return rows
 
 
+GC_KEYS = ("gc0", "gc1", "gc2")
+
+
 def coverage_rows(batches: dict[str, Batch]) -> list[list[object]]:
     """What the profiler did to Python CPU (ms per op): unprofiled, profiled (/proc), traced by yappi,
-    the profiler's estimated cost per call, and what the deflated parts leave to scale."""
+    the profiler's cost per call taken out and its fitted factor; and the garbage collector's share."""
     rows: list[list[object]] = []
     for op in ("search", "write", "floor"):
         b = batches[op]
@@ -726,6 +764,8 @@ def coverage_rows(batches: dict[str, Batch]) -> list[list[object]]:
                 f"{calls:,.0f}",
                 f"{1e9 * sum(b.overhead.of(f) for f in b.funcs) / b.n / max(1.0, calls):.0f}",
                 f"{b.k:.2f}",
+                f"{1000 * sum(v for k, v in b.plain.items() if k in GC_KEYS) / b.n:.1f} "
+                f"({b.plain.get('gc2 count', 0):.0f})",
             ]
         )
     return rows
@@ -757,6 +797,7 @@ def markdown(result: dict[str, Any]) -> str:
             "calls traced per op",
             "profiler ns per call",
             "k (fitted / calibrated cost)",
+            "of which the garbage collector, unprofiled (full collections in the batch)",
         ],
         coverage_rows(batches),
     )
