@@ -764,8 +764,10 @@ def coverage_rows(batches: dict[str, Batch]) -> list[list[object]]:
                 f"{calls:,.0f}",
                 f"{1e9 * sum(b.overhead.of(f) for f in b.funcs) / b.n / max(1.0, calls):.0f}",
                 f"{b.k:.2f}",
-                f"{1000 * sum(v for k, v in b.plain.items() if k in GC_KEYS) / b.n:.1f} "
-                f"({b.plain.get('gc2 count', 0):.0f})",
+                " / ".join(
+                    f"{1000 * sum(v for k, v in d.items() if k in GC_KEYS) / b.n:.1f} ({d.get('gc2 count', 0):.0f})"
+                    for d in (b.plain, b.profiled)
+                ),
             ]
         )
     return rows
@@ -797,7 +799,7 @@ def markdown(result: dict[str, Any]) -> str:
             "calls traced per op",
             "profiler ns per call",
             "k (fitted / calibrated cost)",
-            "of which the garbage collector, unprofiled (full collections in the batch)",
+            "of which the garbage collector, unprofiled / profiled (full collections in the batch)",
         ],
         coverage_rows(batches),
     )
