@@ -25,8 +25,11 @@ builtins on; started and stopped around the batch only). Each batch is between t
   So its cost is taken out per call: its shape (per call, in the callee's and in the caller's own
   time, for Python and builtin callees) is calibrated on a bare loop in this run (`calibrate`), its
   size fitted per batch (`fit`, a factor k) so that the parts sum to the *unprofiled* batch's Python
-  CPU per operation. The native lines come from the unprofiled batch too, so the lines add up to the
-  measured total CPU per operation without the profiler.
+  CPU per operation. The garbage collector is its own line: its CPU in the unprofiled batch, measured
+  with `gc.callbacks`; the profiled batch runs without automatic collection, since a full collection
+  (hundreds of ms) would land in whichever function allocated last. The native lines come from the
+  unprofiled batch too, so the lines add up to the measured total CPU per operation without the
+  profiler.
 - **Attribution rule.** yappi gives each function's own time (`tsub`: its time minus its Python and
   C callees'). A function whose module `PART_TABLE` names (the first entry that is a prefix of its
   file's path relative to its `sys.path` root; for a builtin, of its module or its type's module:
@@ -111,6 +114,9 @@ INDEX_NATIVE = "index (native)"
 NATIVE_OTHER = "native other"
 DEV_SERVER = "dev server"
 NATIVE_PARTS = (CORE, INDEX_NATIVE, NATIVE_OTHER, DEV_SERVER)
+GC = "garbage collector"
+"""Python CPU too, but measured apart (`GcClock`) and kept out of the profile (see `run_batch`)."""
+GC_KEYS = ("gc0", "gc1", "gc2")
 NATIVE_NAMES: tuple[tuple[str, str], ...] = (
     # Thread names (Linux keeps 15 characters) the native pools give their threads.
     ("tokio", CORE),  # the SDK core's Tokio runtime
@@ -517,8 +523,9 @@ class Batch:
         other bound (it overstates parts of many small calls as the deflation understates them)."""
         parts = split(self.funcs) if uniform else self.parts
         left = sum(parts.values())
-        scale = self.plain["python"] / left if left > 0 else 0.0
+        scale = python_without_gc(self.plain) / left if left > 0 else 0.0
         out = {p: 1000 * parts[p] * scale / self.n for p in PYTHON_PARTS}
+        out[GC] = 1000 * sum(self.plain.get(k, 0.0) for k in GC_KEYS) / self.n
         out.update({p: 1000 * max(0.0, self.plain.get(p, 0.0)) / self.n for p in NATIVE_PARTS})
         return out
 
@@ -530,6 +537,19 @@ class Batch:
         return [
             (label(f), went(attributed[f.index]), 1000 * f.tsub / self.n, 1000 * d.tsub / self.n)
             for f, d in zip(ranked, deflated(ranked, self.overhead), strict=True)
+        ]
+
+    def top_in(self, part: str, count: int = 5) -> list[tuple[str, float, float]]:
+        """The functions whose own time makes `part` (a builtin's share from its callers in `part`):
+        (function, profiled ms per call, ms per call with the profiler's cost out). What a reader
+        needs to justify or cut a part."""
+        raw = attribution(self.funcs)
+        out = attribution(deflated(self.funcs, self.overhead))
+        ranked = sorted(self.funcs, key=lambda f: raw[f.index][part], reverse=True)[:count]
+        return [
+            (label(f), 1000 * raw[f.index][part] / self.n, 1000 * out[f.index][part] / self.n)
+            for f in ranked
+            if raw[f.index][part] > 0
         ]
 
     def other_modules(self, count: int = 8) -> list[tuple[str, float]]:
@@ -585,18 +605,27 @@ class GcClock:
 
 
 async def run_batch(call: Callable[[int], Awaitable[object]], n: int, *, profile: bool) -> tuple[dict[str, float], Any]:
-    """`n` calls back to back between two /proc readings, under yappi when `profile`; (delta, stats)."""
+    """`n` calls back to back between two /proc readings, under yappi and without automatic garbage
+    collection when `profile`; (delta with the collector's CPU as "gc0".."gc2", stats)."""
     import yappi
 
     if profile:
+        # No automatic collection under the profiler: a full one (hundreds of ms with the stack's
+        # heap) would land in whichever function allocated last and make it a part's top function.
+        # The unprofiled batch measures the collector's CPU apart instead (`GC`).
+        gc.disable()
         yappi.clear_stats()
         yappi.set_clock_type("cpu")
         yappi.start(builtins=True, profile_threads=True)
-    with GcClock() as collector:
-        before = read_proc()
-        for i in range(n):
-            await call(i)
-        after = read_proc()
+    try:
+        with GcClock() as collector:
+            before = read_proc()
+            for i in range(n):
+                await call(i)
+            after = read_proc()
+    finally:
+        if profile:
+            gc.enable()
     delta = proc_delta(before, after)
     delta.update({f"gc{g}": seconds for g, seconds in collector.seconds.items()})
     delta.update({f"gc{g} count": float(c) for g, c in collector.count.items()})
@@ -617,8 +646,13 @@ async def measure(call: Callable[[int], Awaitable[object]], n: int, warmup: int,
     profiled, stats = await run_batch(call, n, profile=True)
     funcs = yappi_funcs(stats)
     yappi.clear_stats()
-    k = fit(funcs, overhead, plain["python"])
+    k = fit(funcs, overhead, python_without_gc(plain))
     return Batch(n=n, plain=plain, profiled=profiled, funcs=funcs, overhead=overhead.times(k), k=k)
+
+
+def python_without_gc(delta: dict[str, float]) -> float:
+    """A batch's Python CPU less the garbage collector's (which the profiled batch does not run)."""
+    return delta["python"] - sum(delta.get(k, 0.0) for k in GC_KEYS)
 
 
 def fit(funcs: Sequence[Func], overhead: Overhead, target: float) -> float:
@@ -728,12 +762,12 @@ def table_rows(batches: dict[str, Batch]) -> list[list[object]]:
     flat = {op: b.per_op_ms(uniform=True) for op, b in batches.items()}
     ops = ("search", "write", "floor")
     rows: list[list[object]] = []
-    for part in (*PYTHON_PARTS, *NATIVE_PARTS):
+    for part in (*PYTHON_PARTS, GC, *NATIVE_PARTS):
         s, w, f = (ms[op][part] for op in ops)
         if max(abs(s), abs(w), abs(f)) >= 0.05:
             rows.append(
                 [part, f"{s:.1f}", f"{w:.1f}", f"{f:.1f}", f"{s - f:+.1f}", f"{w - f:+.1f}"]
-                + [f"{flat[op][part]:.1f}" if part in PYTHON_PARTS else "" for op in ops]
+                + [f"{flat[op][part]:.1f}" if part in (*PYTHON_PARTS, GC) else "" for op in ops]
             )
     s, w, f = (sum(ms[op].values()) for op in ops)
     rows.append(
@@ -743,12 +777,9 @@ def table_rows(batches: dict[str, Batch]) -> list[list[object]]:
     return rows
 
 
-GC_KEYS = ("gc0", "gc1", "gc2")
-
-
 def coverage_rows(batches: dict[str, Batch]) -> list[list[object]]:
     """What the profiler did to Python CPU (ms per op): unprofiled, profiled (/proc), traced by yappi,
-    the profiler's cost per call taken out and its fitted factor; and the garbage collector's share."""
+    the profiler's cost per call taken out and its fitted factor; and how many full collections ran."""
     rows: list[list[object]] = []
     for op in ("search", "write", "floor"):
         b = batches[op]
@@ -764,10 +795,7 @@ def coverage_rows(batches: dict[str, Batch]) -> list[list[object]]:
                 f"{calls:,.0f}",
                 f"{1e9 * sum(b.overhead.of(f) for f in b.funcs) / b.n / max(1.0, calls):.0f}",
                 f"{b.k:.2f}",
-                " / ".join(
-                    f"{1000 * sum(v for k, v in d.items() if k in GC_KEYS) / b.n:.1f} ({d.get('gc2 count', 0):.0f})"
-                    for d in (b.plain, b.profiled)
-                ),
+                f"{b.plain.get('gc2 count', 0):.0f}",
             ]
         )
     return rows
@@ -799,7 +827,7 @@ def markdown(result: dict[str, Any]) -> str:
             "calls traced per op",
             "profiler ns per call",
             "k (fitted / calibrated cost)",
-            "of which the garbage collector, unprofiled / profiled (full collections in the batch)",
+            "full collections, unprofiled batch",
         ],
         coverage_rows(batches),
     )
@@ -818,7 +846,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"{result['size']:,} memories; per operation a warm-up, {result['n']} sequential calls unprofiled, "
         f"{result['n']} under yappi; CPU ms per call. Python parts: yappi's own time per function minus the "
         f"profiler's cost per call (its shape calibrated on a bare loop in this run, ns: {result['overhead_ns']}; "
-        f"its size fitted, k times, so that the parts sum to the unprofiled batch's Python CPU), by part. "
+        f"its size fitted, k times, so that the parts sum to the unprofiled batch's Python CPU less the "
+        f"garbage collector's, which is its own line, measured in that batch), by part. "
         f"Native lines: the unprofiled batch's /proc figures. The last three columns scale the raw profile "
         f"by one factor instead: the other bound, since a per-call cost fitted as a constant counts the "
         f"shortest calls (`isinstance`, the sandbox's proxies) as nothing but profiler, and one factor "
@@ -829,7 +858,15 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def print_result(result: dict[str, Any]) -> None:
+    """The published markdown, then (not published: too long for the document) the functions that
+    make each part of a search and of a write, and the native threads seen."""
     print(markdown(result))
+    for op in ("search", "write"):
+        print(f"\nWhat each part of a {op} is made of (function: profiled ms/op, profiler's cost out):")
+        for part in PYTHON_PARTS:
+            top = result["batches"][op].top_in(part)
+            if top:
+                print(f"  {part}: " + "; ".join(f"{name} {ms:.2f}/{out:.2f}" for name, ms, out in top))
     print("\nnative threads at the end:", ", ".join(result["threads"]))
 
 
