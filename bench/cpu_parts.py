@@ -16,37 +16,42 @@ builtins on; started and stopped around the batch only). Each batch is between t
 
 - **Native CPU** (threads not running Python, and the child processes) comes from /proc: a thread of
   this process that `threading` does not know is native; by its name, Temporal's Rust core
-  (`tokio-rt-worker`, `temporal-real-s`, `workflow-proces`), Qdrant Edge's search pool (`edge-search-*`)
-  or "native other" (uvloop's libuv pool, unnamed threads of native libraries); the Temporal dev server
-  is its own line. yappi cannot see these.
-- **Python CPU** is the process's CPU minus its native threads' (so a Python thread that ended during
-  the batch still counts). The profiler inflates it (three times and more), and not evenly: yappi's
-  cost is per call, so the sandbox's many small calls swell and onnxruntime's one long call does not.
-  So its cost is taken out per call: its shape (per call, in the callee's and in the caller's own
-  time, for Python and builtin callees) is calibrated on a bare loop in this run (`calibrate`), its
-  size fitted per batch (`fit`, a factor k) so that the parts sum to the *unprofiled* batch's Python
-  CPU per operation. The garbage collector is its own line: its CPU in the unprofiled batch, measured
-  with `gc.callbacks`; the profiled batch runs without automatic collection, since a full collection
-  (hundreds of ms) would land in whichever function allocated last. The native lines come from the
-  unprofiled batch too, so the lines add up to the measured total CPU per operation without the
-  profiler.
+  (`tokio-rt-worker`, `temporal-real-s`, `workflow-proces`), Qdrant Edge's search pool
+  (`edge-search-*`) or "native other" (uvloop's libuv pool, unnamed threads of native libraries);
+  the Temporal dev server is its own line. yappi cannot see these.
+- **Python CPU** is the process's CPU minus its native threads' (so a Python thread that ended
+  during the batch still counts). The profiler inflates it (three times and more), and not evenly:
+  yappi's cost is per call, so the sandbox's many small calls swell and onnxruntime's one long call
+  does not. So its cost is taken out per call: its shape (per call, in the callee's and in the
+  caller's own time, for Python and builtin callees) is calibrated on a bare loop in this run
+  (`calibrate`), its size fitted per batch (`fit`, a factor k) so that the parts sum to the
+  *unprofiled* batch's Python CPU per operation (less the collector's). A constant per call counts
+  the shortest calls as nothing but profiler, so parts made of them (the sandbox's proxies,
+  `isinstance`) come out low; the output also gives every part with the raw profile scaled by one
+  factor, which errs the other way: the truth lies between. The garbage collector is its own line:
+  its CPU in the unprofiled batch, measured with `gc.callbacks`; the profiled batch runs without
+  automatic collection, since a full collection (hundreds of ms) would land in whichever function
+  allocated last. The native lines come from the unprofiled batch too, so the lines add up to the
+  measured total CPU per operation without the profiler.
 - **Attribution rule.** yappi gives each function's own time (`tsub`: its time minus its Python and
   C callees'). A function whose module `PART_TABLE` names (the first entry that is a prefix of its
   file's path relative to its `sys.path` root; for a builtin, of its module or its type's module:
-  `_sqlite3`, `onnxruntime`, `qdrant_edge`, `pydantic_core`, `_regex`, `uvloop`...) goes to that part,
-  whoever calls it. A *generic* function the table does not name (a builtin such as `isinstance`,
-  `dict.get`, `exec`, `_json`; the standard library such as `contextlib`, `inspect`, `uuid`,
-  `functools`; code compiled from a string such as a dataclass's `__init__`) serves its caller, so its
-  own time is split among its callers in proportion to the own time yappi recorded under each (the
-  child stats), each share going to that caller's part; a generic caller passes on its own callers'
-  shares (iterated to a fixed point). Any other module the table does not name is "other", as is a
-  generic function with no recorded caller (called by a frame entered before the profiler started).
-- The bench's own HTTP client (httpx, httpcore) runs in this process and is its own line, "bench
-  client", not HTTP: it is what an agent backend pays, not the service. h11 is shared by uvicorn and
-  httpcore and counts as HTTP. memwarden code outside every named part (services, records, identity,
-  policy) is "memwarden other"; OpenTelemetry and memwarden's telemetry modules are "telemetry"; the
-  import machinery (the sandbox re-imports workflow modules per run) is "imports"; the bearer token's
-  check (`jwt`) is HTTP.
+  `_sqlite3`, `onnxruntime`, `pydantic_core`, `_regex`, `uvloop`...) goes to that part, whoever
+  calls it (Qdrant Edge's `EdgeShard` reports its module as `builtins`, so its calls reach the index
+  through their caller, `memwarden/stores/vectors_edge.py`). A *generic* function the table does not
+  name (a builtin such as `isinstance`, `dict.get`, `exec`, `_json`; the standard library such as
+  `contextlib`, `inspect`, `uuid`, `functools`; code compiled from a string such as a dataclass's
+  `__init__`) serves its caller, so its own time is split among its callers in proportion to the own
+  time yappi recorded under each (the child stats), each share going to that caller's part; a
+  generic caller passes on its own callers' shares (iterated to a fixed point). Any other module the
+  table does not name is "other", as is a generic function with no recorded caller (called by a
+  frame entered before the profiler started).
+- The bench's own HTTP client (httpx, httpcore, and this harness) runs in this process and is its
+  own line, "bench client", not HTTP: it is what an agent backend pays, not the service. h11 is
+  shared by uvicorn and httpcore and counts as HTTP. memwarden code outside every named part
+  (services, records, identity, policy) is "memwarden other"; OpenTelemetry and memwarden's
+  telemetry modules are "telemetry"; the import machinery (the sandbox re-imports workflow modules
+  per run) is "imports"; the bearer token's check (`jwt`) is HTTP.
 
 The output is a table per operation (CPU ms per op by part) and the differences search - floor and
 write - floor: what memwarden adds on top of Temporal's least possible workflow. Every text is synthetic.
