@@ -1,6 +1,6 @@
 """The in-process peers of bench/peers.py, each as its own library is meant to be used, on memwarden's embedder.
 
-Imported only by bench/peers.py at run time: it needs the bench's `peers` extra
+Imported only by bench/peers.py and bench/peers_scale.py at run time: it needs the bench's `peers` extra
 (`pip install -e '.[peers]'`), never installed with the service or its tests.
 
 - LangGraph `InMemoryStore` and `langgraph-store-qdrant`'s `QdrantStore` (a LangGraph `BaseStore` by the
@@ -8,6 +8,8 @@ Imported only by bench/peers.py at run time: it needs the bench's `peers` extra
   the value `{"text": ..., session, turn, speaker}`, only `text` embedded; search by namespace.
 - mem0 (`Memory`) on Qdrant local mode and on FAISS: `add(text, user_id=owner, infer=False, metadata=...)`
   (stored as said, no LLM), `search(query, filters={"user_id": owner}, top_k=k)` with mem0's defaults.
+- an exact FAISS index used directly (`FaissFlat`, bench/peers_scale.py only): what "an in-process exact
+  FAISS index" costs at a size mem0's FAISS store cannot be loaded to (it saves the whole index on every add).
 
 Every peer embeds with the same model object memwarden's worker loads (`memwarden.embed`): LangGraph
 takes it as a LangChain `Embeddings`, mem0 through its own `langchain` embedder provider. mem0 also
@@ -184,11 +186,50 @@ def mem0_faiss(embeddings: SharedEmbeddings, where: Path) -> Mem0:
     return Mem0("mem0, faiss", embeddings, "faiss", config, where)
 
 
+class FaissFlat(Peer):
+    """An exact FAISS index used directly (`IndexIDMap2` over `IndexFlatIP` on unit vectors), one owner's
+    search restricted to that owner's ids inside the scan (`IDSelectorBatch`): the in-process exact index
+    issue 26 measures against, without mem0's store around it (which saves the whole index on every add)."""
+
+    def __init__(self, embeddings: Embeddings) -> None:
+        import faiss
+
+        self.name = "FAISS exact index (IndexFlatIP, direct)"
+        self.notes = ["faiss-cpu used directly: each owner's ids kept beside it, a search filtered by IDSelectorBatch"]
+        self._faiss = faiss
+        self._embeddings = embeddings
+        self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(DIM))
+        self._owners: dict[str, list[int]] = {}
+        self._keys: list[str] = []
+
+    def add(self, owner: str, key: str, text: str, meta: dict[str, str]) -> str:
+        import numpy as np
+
+        vector = np.asarray([self._embeddings.embed_documents([text])[0]], dtype=np.float32)
+        n = len(self._keys)
+        self._index.add_with_ids(vector, np.asarray([n], dtype=np.int64))
+        self._keys.append(key)
+        self._owners.setdefault(owner, []).append(n)
+        return key
+
+    def search(self, owner: str, query: str, k: int) -> list[str]:
+        import numpy as np
+
+        ids = self._owners.get(owner)
+        if not ids:
+            return []
+        selector = self._faiss.IDSelectorBatch(np.asarray(ids, dtype=np.int64))
+        q = np.asarray([self._embeddings.embed_query(query)], dtype=np.float32)
+        _, found = self._index.search(q, k, params=self._faiss.SearchParameters(sel=selector))
+        return [self._keys[i] for i in found[0] if i >= 0]
+
+
 BUILDERS: dict[str, Callable[[SharedEmbeddings, Path], Peer]] = {
     "langgraph-memory": lambda e, _: langgraph_in_memory(e),
     "langgraph-qdrant": lambda e, where: langgraph_qdrant(e, where / "langgraph-qdrant"),
     "mem0-qdrant": lambda e, where: mem0_qdrant(e, where / "mem0-qdrant"),
     "mem0-faiss": lambda e, where: mem0_faiss(e, where / "mem0-faiss"),
+    "faiss-flat": lambda e, _: FaissFlat(e),
 }
 """Every in-process peer by its `--systems` name."""
 
