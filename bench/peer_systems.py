@@ -30,6 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 os.environ["MEM0_TELEMETRY"] = "false"  # read once, when mem0 is imported: no events to PostHog
 
 from langchain_core.embeddings import Embeddings
@@ -203,8 +205,6 @@ class FaissFlat(Peer):
         self._keys: list[str] = []
 
     def add(self, owner: str, key: str, text: str, meta: dict[str, str]) -> str:
-        import numpy as np
-
         vector = np.asarray([self._embeddings.embed_documents([text])[0]], dtype=np.float32)
         n = len(self._keys)
         self._index.add_with_ids(vector, np.asarray([n], dtype=np.int64))
@@ -213,8 +213,6 @@ class FaissFlat(Peer):
         return key
 
     def search(self, owner: str, query: str, k: int) -> list[str]:
-        import numpy as np
-
         ids = self._owners.get(owner)
         if not ids:
             return []

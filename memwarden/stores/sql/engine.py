@@ -116,8 +116,6 @@ class SqlEngine:
         )
         self._sqlite: tuple[sa.Engine, ThreadPoolExecutor] | None = None
         self._sqlite_guard = threading.Lock()
-        if self.dialect == "sqlite":
-            self._sqlite_side()  # no connection yet: the pool and the threads start on first use
 
     @property
     def engine(self) -> AsyncEngine:
@@ -212,7 +210,7 @@ class SqlEngine:
             async with self._read(single_statement=single_statement) as conn:
                 return await conn.run_sync(body)
         options = {_AUTOCOMMIT_READ: True} if single_statement else {}
-        return await self._in_thread(_sqlite_run, body, options)
+        return await self._in_thread(body, options)
 
     async def _transact(self, body: Callable[[Connection], T]) -> T:
         """`body(conn)` as one write transaction, committed when it returns and rolled back when it raises;
@@ -221,13 +219,14 @@ class SqlEngine:
             async with self._write() as conn:
                 return await conn.run_sync(body)
         async with self._write_lock():
-            return await self._in_thread(_sqlite_run, body, {_IMMEDIATE: True})
+            return await self._in_thread(body, {_IMMEDIATE: True})
 
-    async def _in_thread(
-        self, run: Callable[[sa.Engine, Callable[[Connection], T], dict[str, bool]], T], *args: Any
-    ) -> T:
+    async def _in_thread(self, body: Callable[[Connection], T], options: dict[str, bool]) -> T:
+        """`_sqlite_run(body)` on one of the store's threads."""
         engine, threads = self._sqlite_side()
-        return await asyncio.get_running_loop().run_in_executor(threads, functools.partial(run, engine, *args))
+        return await asyncio.get_running_loop().run_in_executor(
+            threads, functools.partial(_sqlite_run, engine, body, options)
+        )
 
     def _sqlite_side(self) -> tuple[sa.Engine, ThreadPoolExecutor]:
         """The synchronous engine on the same database file, and the threads that use it (made on first use)."""
