@@ -102,6 +102,24 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def production_env(
+    database_url: str, *, data_dir: Path, redis_url: str, redis_namespace: str, temporal_address: str
+) -> dict[str, str]:
+    """The environment both processes get: every setting the production profile requires, fresh secrets."""
+    return {
+        "MEMWARDEN_PROFILE": "production",
+        "MEMWARDEN_DATABASE_URL": database_url,
+        "MEMWARDEN_VECTOR_BACKEND": "edge",
+        "MEMWARDEN_DATA_DIR": str(data_dir),
+        "MEMWARDEN_REDIS_URL": redis_url,
+        "MEMWARDEN_REDIS_NAMESPACE": redis_namespace,
+        "MEMWARDEN_TEMPORAL_ADDRESS": temporal_address,
+        "MEMWARDEN_AUTH_SECRET": secrets.token_urlsafe(48),
+        "MEMWARDEN_CODEC_KEY": base64.b64encode(secrets.token_bytes(32)).decode(),
+        "MEMWARDEN_AUDIT_SIGNING_KEY": base64.b64encode(secrets.token_bytes(32)).decode(),
+    }
+
+
 def row(kind: str, clients: int, seconds: float, ms: list[float], cpu_ms: dict[str, float]) -> str:
     ms = sorted(ms)
     p95 = ms[int(0.95 * (len(ms) - 1))]
@@ -127,17 +145,13 @@ async def main() -> None:
     dev = DevServer(work / "temporal", port=free_port(), headless=True)
     await dev.start()
     api_port, health_port = free_port(), free_port()
-    env = {
-        "MEMWARDEN_PROFILE": "production",
-        "MEMWARDEN_DATABASE_URL": make_url(args.postgres).set(database=dbname).render_as_string(hide_password=False),
-        "MEMWARDEN_VECTOR_BACKEND": "edge",
-        "MEMWARDEN_DATA_DIR": str(work / "data"),
-        "MEMWARDEN_REDIS_URL": args.redis,
-        "MEMWARDEN_REDIS_NAMESPACE": namespace,
-        "MEMWARDEN_TEMPORAL_ADDRESS": dev.address,
-        "MEMWARDEN_AUTH_SECRET": secrets.token_urlsafe(48),
-        "MEMWARDEN_CODEC_KEY": base64.b64encode(secrets.token_bytes(32)).decode(),
-    }
+    env = production_env(
+        make_url(args.postgres).set(database=dbname).render_as_string(hide_password=False),
+        data_dir=work / "data",
+        redis_url=args.redis,
+        redis_namespace=namespace,
+        temporal_address=dev.address,
+    )
     worker = Child("worker", ["worker"], env | {"MEMWARDEN_WORKER_HEALTH_PORT": str(health_port)}, work)
     api = Child("api", ["api", "--host", "127.0.0.1", "--port", str(api_port)], env, work)
     try:
