@@ -41,14 +41,15 @@ class Stamp:
 
 
 def commit(root: Path = ROOT) -> str:
-    """`git rev-parse --short HEAD`, with "-dirty" when tracked files differ from it (the figures then
-    came from code no commit holds); "unknown" outside a git checkout."""
+    """`git rev-parse --short HEAD`, with "-dirty" when tracked files outside `docs/` differ from it (the
+    figures then came from code no commit holds); "unknown" outside a git checkout. The documents are
+    left out: a run that publishes rewrites docs/benchmarks.md, and the next bench measures the same code."""
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
         ).stdout.strip()
         changed = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)docs"],
             cwd=root,
             capture_output=True,
             text=True,

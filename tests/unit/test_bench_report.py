@@ -109,6 +109,13 @@ def test_stamp_names_the_commit_and_marks_a_dirty_tree(tmp_path: Path) -> None:
     assert made.date == "2027-01-02 03:04 UTC"
     (tmp_path / "untracked.txt").write_text("not part of the code\n")
     assert report.commit(tmp_path) == head
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "benchmarks.md").write_text("figures\n")
+    git("add", "docs/benchmarks.md")
+    git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "docs")
+    head = git("rev-parse", "--short", "HEAD")
+    (tmp_path / "docs" / "benchmarks.md").write_text("figures a bench just published\n")
+    assert report.commit(tmp_path) == head  # the documents do not change what is measured
     (tmp_path / "f.txt").write_text("two\n")
     assert report.commit(tmp_path) == f"{head}-dirty"
 
