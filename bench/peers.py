@@ -5,10 +5,13 @@
 
 Needs the bench's own extra: `pip install -e '.[peers]'` (docs/decisions/peers-benchmark.md says what each
 peer is). The systems:
-- memwarden over HTTP on the embedded stack (bench/stack.py: Temporal dev server, worker and API in this
-  process; a workflow per operation): writes through `POST /v1/memories` as the owner (the whole gate; a
-  PENDING write is confirmed by the owner, as bench/locomo.py does), searches through `POST /v1/search`
-  as an agent serving the owner;
+- memwarden over HTTP as a user runs it: `memwarden up` in a process of its own (the embedded profile:
+  Temporal dev server, worker and API; a workflow per operation), tokens minted by `memwarden token`;
+  writes through `POST /v1/memories` as the owner (the whole gate; a PENDING write is confirmed by the
+  owner, as bench/locomo.py does), searches through `POST /v1/search` as an agent serving the owner. Not
+  in this process, where it and the peers would share one interpreter lock and garbage collector
+  (measured at N=2,000 beside two peers: memwarden's search p50 52.6 ms in this process, 45.4 ms in its
+  own; LangGraph InMemoryStore's 33.0 ms beside it in this process, 25.5 ms with it outside);
 - in this process (bench/peer_systems.py): LangGraph's InMemoryStore, LangGraph's QdrantStore
   (langgraph-store-qdrant on Qdrant's local mode), mem0 on Qdrant local and on FAISS (`infer=False`,
   no LLM). All embed with memwarden's own model (all-MiniLM-L6-v2 int8).
@@ -25,12 +28,12 @@ order rotating) so the machine's load falls on all alike:
 - how long until a new memory is searchable: from the add's start until a search for its text returns
   it (searching back to back), p50 over `--fresh` tries;
 - CPU ms per add and per search, from /proc (bench.stack.cpu_by_part) over a batch of `--cpu-ops` of
-  each, one system at a time: this process and, for memwarden, the Temporal dev server. The bench's
-  own HTTP client is in this process, so memwarden's figure includes it (about 1 ms, bench/latency.py);
+  each, one system at a time: for memwarden its process and the Temporal dev server under it (the bench's
+  HTTP client is not counted), for a peer this process;
 - searches/s and writes/s at each of `--clients` concurrent clients: for memwarden, clients in a process
   of their own (bench/load_clients.py), as agent backends are; for the in-process peers, threads in
   this process calling the library's synchronous API (what mem0's AsyncMemory does too).
-The peers' calls run on this process's event loop thread, so memwarden's own Python is idle meanwhile.
+The peers' calls run on this process's event loop thread.
 
 The data file is read from where `--data` says and never copied into the project.
 """
@@ -38,6 +41,7 @@ The data file is read from where `--data` says and never copied into the project
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import importlib.metadata
 import json
@@ -52,11 +56,13 @@ import textwrap
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
+
+import httpx
 
 from bench import load_clients, report
 from bench.locomo import (
@@ -72,7 +78,8 @@ from bench.locomo import (
     settle,
     turn_body,
 )
-from bench.stack import Stack, cpu_by_part, per_op_ms, python_speed_ms, rounded, running_stack, summary_ms
+from bench.stack import compile_project, cpu_by_part, per_op_ms, python_speed_ms, rounded, summary_ms
+from tests.e2e import harness
 from worker import event_loop
 
 K = 5
@@ -184,19 +191,62 @@ class System(Protocol):
         turn: wall seconds and failed requests."""
         ...
 
-    def own_cpu(self, parts: dict[str, float]) -> dict[str, float]:
-        """Which of bench.stack.cpu_by_part's parts are this system's."""
+    def cpu(self) -> Counter[str]:
+        """CPU seconds so far of what runs this system, by part (bench.stack.cpu_by_part)."""
         ...
 
 
+@dataclass
+class Service:
+    """`memwarden up` running as a child of this process, and an HTTP client to its API."""
+
+    up: harness.Stack
+    http: httpx.AsyncClient
+
+    @property
+    def pid(self) -> int:
+        assert self.up.proc is not None
+        return self.up.proc.pid
+
+    def token(self, *, sub: str, role: str, agent: str | None = None, on_behalf_of: str | None = None) -> str:
+        """`memwarden token` against the service's data dir, as an operator mints one."""
+        extra = [*(["--agent", agent] if agent else []), *(["--on-behalf-of", on_behalf_of] if on_behalf_of else [])]
+        args = ["--tenant", TENANT, "--sub", sub, "--role", role, "--ttl", str(24 * 3600), *extra]
+        return harness.mint(self.up.data_dir, *args, cwd=self.up.cwd)
+
+
+def _start_service(where: Path) -> harness.Stack:
+    compile_project()  # as `make install` does: the service runs from bytecode
+    where.mkdir(parents=True, exist_ok=True)
+    up = harness.Stack(data_dir=where / "data", cwd=where)
+    up.start()
+    return up
+
+
+@contextlib.asynccontextmanager
+async def memwarden_service(where: Path) -> AsyncIterator[Service]:
+    """Start `memwarden up` (its own data dir and ports) and wait until it is ready; stop it on exit."""
+    up = await asyncio.to_thread(_start_service, where)
+    try:
+        await asyncio.to_thread(up.wait_ready)
+        async with httpx.AsyncClient(base_url=up.base_url, timeout=60) as http:
+            yield Service(up=up, http=http)
+    finally:
+        try:
+            await asyncio.to_thread(up.interrupt)
+        except AssertionError:
+            pass  # did not stop in time: killed below
+        up.kill()
+
+
 class Memwarden:
-    """memwarden over HTTP on the embedded stack: the owner writes, an agent serving the owner searches."""
+    """memwarden over HTTP (`memwarden up`, its own process): the owner writes, an agent serving the owner searches."""
 
     key = MEMWARDEN
     label = "memwarden (HTTP, a workflow per operation)"
 
-    def __init__(self, stack: Stack) -> None:
-        self.stack = stack
+    def __init__(self, service: Service) -> None:
+        self.service = service
         self.decisions: Counter[str] = Counter()
         self.notes: list[str] = []
         self._users: dict[str, str] = {}
@@ -205,13 +255,13 @@ class Memwarden:
 
     def user(self, owner: str) -> str:
         if owner not in self._users:
-            self._users[owner] = self.stack.token(tenant=TENANT, sub=owner, role="user")
+            self._users[owner] = self.service.token(sub=owner, role="user")
         return self._users[owner]
 
     def agent(self, owner: str) -> str:
         if owner not in self._agents:
-            self._agents[owner] = self.stack.token(
-                tenant=TENANT, sub=f"svc-{owner}", role="agent", agent="peers-agent", on_behalf_of=owner
+            self._agents[owner] = self.service.token(
+                sub=f"svc-{owner}", role="agent", agent="peers-agent", on_behalf_of=owner
             )
         return self._agents[owner]
 
@@ -223,14 +273,14 @@ class Memwarden:
     async def add(self, entry: Entry) -> tuple[str | None, float]:
         token = self.user(entry.owner)
         start = time.perf_counter()
-        answer = await post_memory(self.stack.http, self.body(entry), token)
+        answer = await post_memory(self.service.http, self.body(entry), token)
         elapsed = time.perf_counter() - start
-        return await settle(self.stack.http, answer, token, self.decisions), elapsed
+        return await settle(self.service.http, answer, token, self.decisions), elapsed
 
     async def search(self, owner: str, query: str) -> tuple[list[str], float]:
         headers = {"Authorization": f"Bearer {self.agent(owner)}"}
         start = time.perf_counter()
-        answer = await self.stack.http.post("/v1/search", json={"query": query, "k": K}, headers=headers)
+        answer = await self.service.http.post("/v1/search", json={"query": query, "k": K}, headers=headers)
         elapsed = time.perf_counter() - start
         answer.raise_for_status()
         return [r["memory_id"] for r in answer.json()["results"]], elapsed
@@ -244,7 +294,7 @@ class Memwarden:
             spec["queries" if op == "search" else "texts"] = items
             clients.append(spec)
         job = {
-            "base_url": str(self.stack.http.base_url),
+            "base_url": self.service.up.base_url,
             "clients": clients,
             "per_client": len(work[0]),
             "seed": 5,
@@ -254,8 +304,8 @@ class Memwarden:
         done, _, _ = await load_clients.run_elsewhere(job, lambda: None)
         return done["elapsed_s"], done["failed"]
 
-    def own_cpu(self, parts: dict[str, float]) -> dict[str, float]:
-        return parts  # this process (API, worker, the bench's HTTP client) and the dev server
+    def cpu(self) -> Counter[str]:
+        return cpu_by_part(self.service.pid)  # the service's process and the dev server it started
 
 
 class InProcess:
@@ -300,9 +350,9 @@ class InProcess:
             self.errors[f"{what}: {message}"] += count
         return elapsed, sum(errors.values())
 
-    def own_cpu(self, parts: dict[str, float]) -> dict[str, float]:
-        # The dev server is memwarden's, idle meanwhile; the peer and its threads are in this process.
-        return {part: ms for part, ms in parts.items() if part not in ("dev server", "writers")}
+    def cpu(self) -> Counter[str]:
+        # The peer and its threads are in this process; the children (memwarden, writers) are not its.
+        return Counter({part: s for part, s in cpu_by_part().items() if part not in ("dev server", "writers")})
 
 
 class _Collect(logging.Handler):
@@ -418,14 +468,14 @@ async def cpu_per_op(s: System, ops: int, questions: Sequence[Question], seed: i
     """CPU ms per add and per search of one system, each over a batch of `ops` between two /proc readings."""
     rng = random.Random(seed)
     texts = [load_clients.text(rng, "the owner") for _ in range(ops)]
-    before = cpu_by_part()
+    before = s.cpu()
     for text in texts:
         await s.add(synthetic_entry("peers-cpu", text))
-    adds = s.own_cpu(per_op_ms(before, cpu_by_part(), ops))
-    before = cpu_by_part()
+    adds = per_op_ms(before, s.cpu(), ops)
+    before = s.cpu()
     for i in range(ops):
         await s.search(OWNER, questions[i % len(questions)].text)
-    searches = s.own_cpu(per_op_ms(before, cpu_by_part(), ops))
+    searches = per_op_ms(before, s.cpu(), ops)
     return {
         "cpu_ms_per_add": round(sum(adds.values()), 1),
         "cpu_ms_per_search": round(sum(searches.values()), 1),
@@ -483,8 +533,8 @@ async def run_size(corpus: Corpus, size: int, args: argparse.Namespace, where: P
     systems: list[System] = []
     async with contextlib.AsyncExitStack() as exits:
         if MEMWARDEN in args.systems:
-            stack = await exits.enter_async_context(running_stack(where / "memwarden"))
-            systems.append(Memwarden(stack))
+            service = await exits.enter_async_context(memwarden_service(where / "memwarden"))
+            systems.append(Memwarden(service))
         names = [name for name in PEERS if name in args.systems]
         if names:
             from bench import peer_systems
@@ -653,8 +703,9 @@ def markdown(result: dict[str, Any], plots: dict[str, Path]) -> str:
         f"LoCoMo turns of one owner, k={result['k']}; {sizes} (category 1-4, evidence within the N turns). "
         f"Versions: {', '.join(f'{n} {v}' for n, v in result['versions'].items())}. python_loop_ms "
         f"{result['python_loop_ms']}, load average {result['load_average_1min']} at the end.",
-        "memwarden runs over HTTP with a workflow per operation; its concurrent clients are a process of their "
-        "own. The peers run in the bench's process; their concurrent clients are threads calling the library.",
+        "memwarden runs as `memwarden up` in a process of its own, over HTTP with a workflow per operation; its "
+        "concurrent clients are a process of their own. The peers run in the bench's process; their concurrent "
+        "clients are threads calling the library.",
     ]
     for size, at in _by_size(result):
         mw = at["systems"].get(MEMWARDEN)

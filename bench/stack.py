@@ -164,15 +164,15 @@ def summary_ms(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def cpu_by_part() -> Counter[str]:
-    """CPU seconds (user + system) of this process by thread group, and of its live children (the
-    Temporal dev server, the writers' process): which part an operation's CPU goes to, so a run says
-    whether Temporal, the event loop or the embedding is the one to cut.
+def cpu_by_part(pid: int | None = None) -> Counter[str]:
+    """CPU seconds (user + system) of a process (this one by default) by thread group, and of its live
+    children (the Temporal dev server, the writers' process): which part an operation's CPU goes to, so
+    a run says whether Temporal, the event loop or the embedding is the one to cut.
 
     Groups: "event loop" (the main thread: API, workflow payloads, activities), "python threads"
     (threads Python started: the embedding, SQLite's thread hops, the sandbox's activations),
-    "native threads" (the SDK's Rust core, Qdrant Edge), "dev server", "writers"."""
-    me = os.getpid()
+    "native threads" (the SDK's Rust core, Qdrant Edge), "dev server", "writers" (any other child)."""
+    me = os.getpid() if pid is None else pid
     ticks = os.sysconf("SC_CLK_TCK")
     parts: Counter[str] = Counter()
 
@@ -185,7 +185,11 @@ def cpu_by_part() -> Counter[str]:
 
     own = parsed(Path(f"/proc/{me}/stat"))
     own_name = own[0] if own is not None else ""
-    for task in Path(f"/proc/{me}/task").iterdir():
+    try:
+        tasks = list(Path(f"/proc/{me}/task").iterdir())
+    except OSError:
+        tasks = []  # the process is gone
+    for task in tasks:
         found = parsed(task / "stat")
         if found is None:
             continue

@@ -4,6 +4,10 @@ systems are measured in. None of it needs a peer installed (bench/peer_systems.p
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +15,7 @@ import pytest
 
 from bench import peers
 from bench.locomo import Corpus, Question, Turn, evidence_ids, load_corpus, turn_body, turn_text
-from bench.stack import percentile, summary_ms
+from bench.stack import cpu_by_part, percentile, summary_ms
 
 
 def _sample(sessions: dict[str, list[tuple[str, str, str]]], qa: list[dict[str, Any]]) -> dict[str, Any]:
@@ -207,3 +211,21 @@ def test_mem0s_server_is_reported_with_the_reasons_it_cannot_run(monkeypatch: py
     reasons = peers.mem0_server_status()
     assert "no docker on PATH" in reasons
     assert any("OPENAI_API_KEY" in r for r in reasons)
+
+
+def test_cpu_is_counted_for_the_process_asked_about_and_a_child_is_not_this_ones() -> None:
+    """memwarden runs as a child: its CPU is read from its own /proc entries, and a peer's (this process's)
+    figure leaves the child out."""
+    burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\ntime.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", burn])
+    try:
+        deadline = time.monotonic() + 20
+        while cpu_by_part(child.pid)["event loop"] < 0.25 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert cpu_by_part(child.pid)["event loop"] >= 0.25
+        assert cpu_by_part()["writers"] >= 0.25  # from here, the child is one of this process's children
+        assert cpu_by_part(child.pid)["writers"] == 0  # it has no children of its own
+    finally:
+        child.kill()
+        child.wait()
+    assert cpu_by_part(child.pid) == Counter()  # gone: nothing to count
