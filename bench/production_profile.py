@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import os
-import secrets
 import statistics
 import sys
 import tempfile
@@ -39,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import report  # noqa: E402
 from stack.devserver import DevServer, free_port  # noqa: E402
-from tests.e2e.harness import Child, mint  # noqa: E402
+from tests.e2e.harness import Child, mint, production_secrets  # noqa: E402
 
 HOBBIES = ["sailing", "pottery", "chess", "birdwatching", "baking", "climbing", "jazz piano", "gardening"]
 FOODS = ["ramen", "lentil soup", "sushi", "tacos", "paella", "dumplings", "falafel", "risotto"]
@@ -114,9 +112,7 @@ def production_env(
         "MEMWARDEN_REDIS_URL": redis_url,
         "MEMWARDEN_REDIS_NAMESPACE": redis_namespace,
         "MEMWARDEN_TEMPORAL_ADDRESS": temporal_address,
-        "MEMWARDEN_AUTH_SECRET": secrets.token_urlsafe(48),
-        "MEMWARDEN_CODEC_KEY": base64.b64encode(secrets.token_bytes(32)).decode(),
-        "MEMWARDEN_AUDIT_SIGNING_KEY": base64.b64encode(secrets.token_bytes(32)).decode(),
+        **production_secrets(),
     }
 
 

@@ -6,7 +6,9 @@ of the command, not of any function; only a separate process shows them.
 
 from __future__ import annotations
 
+import base64
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -47,6 +49,16 @@ def child_env(**extra: str) -> dict[str, str]:
     env["HF_HUB_OFFLINE"] = "1"
     env.update(extra)
     return env
+
+
+def production_secrets() -> dict[str, str]:
+    """Fresh values of every secret the production profile requires (it has no data dir to keep them in),
+    for the processes an e2e test or a bench starts."""
+    return {
+        "MEMWARDEN_AUTH_SECRET": secrets.token_urlsafe(48),
+        "MEMWARDEN_CODEC_KEY": base64.b64encode(secrets.token_bytes(32)).decode(),
+        "MEMWARDEN_AUDIT_SIGNING_KEY": base64.b64encode(secrets.token_bytes(32)).decode(),
+    }
 
 
 def mint(data_dir: Path | None, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:

@@ -11,8 +11,6 @@ in production, only the worker opens the index; the test checks the API process 
 
 from __future__ import annotations
 
-import base64
-import secrets
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -29,7 +27,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from memwarden.stores.cache import owner_prefix
 from stack.devserver import DevServer, free_port
-from tests.e2e.harness import Child, mint
+from tests.e2e.harness import Child, mint, production_secrets
 
 pytestmark = [
     pytest.mark.postgres,
@@ -106,9 +104,7 @@ def stack(
         "MEMWARDEN_REDIS_NAMESPACE": redis_namespace,
         "MEMWARDEN_TEMPORAL_ADDRESS": temporal.address,
         "MEMWARDEN_TEMPORAL_TASK_QUEUE": f"memwarden-prod-e2e-{uuid.uuid4().hex[:8]}",
-        "MEMWARDEN_AUTH_SECRET": secrets.token_urlsafe(48),
-        "MEMWARDEN_CODEC_KEY": base64.b64encode(secrets.token_bytes(32)).decode(),
-        "MEMWARDEN_AUDIT_SIGNING_KEY": base64.b64encode(secrets.token_bytes(32)).decode(),
+        **production_secrets(),
         # No data dir exists in production: point it somewhere that must stay empty.
         "MEMWARDEN_DATA_DIR": str(workdir / "no-data-dir"),
     }
