@@ -232,10 +232,11 @@ async def memwarden_service(where: Path) -> AsyncIterator[Service]:
         async with httpx.AsyncClient(base_url=up.base_url, timeout=60) as http:
             yield Service(up=up, http=http)
     finally:
-        try:
-            await asyncio.to_thread(up.interrupt)
-        except AssertionError:
-            pass  # did not stop in time: killed below
+        if up.proc is not None and up.proc.poll() is None:  # exited already (not ready): nothing to interrupt
+            try:
+                await asyncio.to_thread(up.interrupt)
+            except AssertionError:
+                pass  # did not stop in time: killed below
         up.kill()
 
 
