@@ -33,6 +33,8 @@ class Embedder(Protocol):
     """Turns texts into unit-length vectors; sync and thread-safe, so callers may use a thread pool."""
 
     dim: int
+    model_id: str
+    """Names the vectors this embedder produces: an index records it and is rebuilt when it changes."""
 
     def embed(self, texts: list[str]) -> list[list[float]]: ...
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -25,7 +26,7 @@ from memwarden.audit_heads import CheckpointTimer, audit_heads
 from memwarden.config import Settings
 from memwarden.embed import Embedder, default_embedder
 from memwarden.services.deps import Deps
-from memwarden.services.indexing import reconcile_index
+from memwarden.services.indexing import adopt_embedder, reconcile_index
 from memwarden.stores.cache import open_cache
 from memwarden.stores.forget import ForgetStore
 from memwarden.stores.replicas import ReplicaStore
@@ -35,6 +36,8 @@ from memwarden.stores.vector_backends import open_index
 from memwarden.stores.vectors_edge import EdgeIndex
 from memwarden.temporal.sandbox import SANDBOX
 from workflows.registry import ALL_WORKFLOWS
+
+logger = logging.getLogger(__name__)
 
 MAX_CONCURRENT_LOCAL_ACTIVITIES = 32
 """Per worker; benches give their Temporal floor the same limit, so the floor runs as the real worker does."""
@@ -49,7 +52,11 @@ async def open_deps(settings: Settings, *, embedder: Embedder | None = None) -> 
     index = open_index(settings)
     await index.ensure()
     emb = embedder or await asyncio.to_thread(default_embedder)
-    if isinstance(index, EdgeIndex) and (since := index.flushed_through) is not None:
+    # An index built by another embedder is rebuilt from the store before the worker serves from it.
+    rebuilt = await adopt_embedder(store, index, emb)
+    if rebuilt:
+        logger.info("index rebuilt for embedder %s: %d memories re-embedded", emb.model_id, rebuilt)
+    elif isinstance(index, EdgeIndex) and (since := index.flushed_through) is not None:
         # Writes after the shard's last group flush may be lost in a crash: catch up from the store.
         await reconcile_index(store, index, emb, since)
     cache = open_cache(settings)

@@ -9,7 +9,7 @@ flush) is rebuilt from the store, which never loses a committed write.
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from memwarden.embed import Embedder
 from memwarden.records import ELIGIBLE_STATUSES, FORGOTTEN_STATUSES, Status
@@ -42,6 +42,26 @@ async def reconcile_index(store: SqlStore, index: VectorIndex, embedder: Embedde
         for status, ids in others.items():
             await index.set_status(ids, status)
         touched += len(batch)
+    return touched
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+async def adopt_embedder(store: SqlStore, index: VectorIndex, embedder: Embedder) -> int:
+    """Make the index hold `embedder`'s vectors; returns how many memories were re-embedded (0: none needed).
+
+    An index records whose vectors it holds. When that is another embedder (or nothing, on an index that
+    already has points: one built before the record existed), every memory in the store is applied to it
+    again with this embedder, and only then is the new embedder recorded, so a crash during the rebuild
+    repeats it on the next start instead of leaving two embedders' vectors side by side.
+    """
+    if await index.embedder() == embedder.model_id:
+        return 0
+    touched = 0
+    if await index.embedder() is not None or await index.count() > 0:
+        touched = await reconcile_index(store, index, embedder, EPOCH)
+    await index.record_embedder(embedder.model_id)
     return touched
 
 

@@ -99,6 +99,14 @@ class VectorIndex(Protocol):
         """Exact number of points held."""
         ...
 
+    async def embedder(self) -> str | None:
+        """The embedder (`Embedder.model_id`) whose vectors this index holds; None when none was recorded."""
+        ...
+
+    async def record_embedder(self, model_id: str) -> None:
+        """Record whose vectors this index holds: after a rebuild with that embedder, or on an empty index."""
+        ...
+
     async def health(self) -> bool:
         """Whether the index answers queries now (never raises)."""
         ...

@@ -112,6 +112,7 @@ FLUSH_DELAY_S = 0.5
 """How long an upsert may wait for the group flush when the caller names none (tests, tools); the service
 passes `edge_flush_delay_seconds` (5 s). A crash loses at most this much, and reconcile repairs it."""
 FLUSHED_AT_FILE = "memwarden_flushed_at"
+EMBEDDER_FILE = "memwarden_embedder"
 
 
 def _memory_id(point_id: object) -> str:
@@ -372,6 +373,18 @@ class EdgeIndex:
     async def count(self) -> int:
         async with self._reading() as shard:
             return await asyncio.to_thread(shard.count, CountRequest(exact=True))
+
+    async def embedder(self) -> str | None:
+        try:
+            return (self._path / EMBEDDER_FILE).read_text().strip() or None
+        except OSError:
+            return None
+
+    async def record_embedder(self, model_id: str) -> None:
+        await self.ensure()
+        staged = self._path / f"{EMBEDDER_FILE}.tmp"
+        staged.write_text(model_id)
+        staged.replace(self._path / EMBEDDER_FILE)  # a crash leaves the old record or the new, never half
 
     async def health(self) -> bool:
         shard = self._shard

@@ -109,6 +109,10 @@ def compaction_config() -> models.OptimizersConfigDiff:
     )
 
 
+EMBEDDER_KEY = "memwarden_embedder"
+"""The collection's metadata key naming the embedder whose vectors it holds (Qdrant merges metadata keys)."""
+
+
 class CompactionTimeout(TimeoutError):
     """The server's optimizers did not settle in time: the purge activity fails and is retried."""
 
@@ -326,6 +330,16 @@ class QdrantClientIndex:
         await self.ensure()
         result = await self._client.count(self._collection, exact=True)
         return result.count
+
+    async def embedder(self) -> str | None:
+        await self.ensure()
+        metadata = (await self._client.get_collection(self._collection)).config.metadata or {}
+        recorded = metadata.get(EMBEDDER_KEY)
+        return str(recorded) if recorded else None
+
+    async def record_embedder(self, model_id: str) -> None:
+        await self.ensure()
+        await self._client.update_collection(self._collection, metadata={EMBEDDER_KEY: model_id})
 
     async def health(self) -> bool:
         try:

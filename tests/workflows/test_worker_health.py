@@ -29,6 +29,9 @@ from worker.health import HealthServer
 class NoEmbedder:
     """Stand-in embedder (named so): the health endpoint never embeds, and loading the model costs seconds."""
 
+    dim = 384
+    model_id = "no-embedder"
+
     def embed(self, texts: list[str]) -> list[list[float]]:
         raise AssertionError("the health endpoint must not embed")
 
