@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from importlib import resources
 
-DEDUPE_THRESHOLD = 0.74
+DEDUPE_THRESHOLD = 0.73
 """Cosine similarity at or above which a candidate may be the same memory (subject to `value_conflict`).
 
 Chosen with `bench/dedupe_eval.py` on the tuning set (`tests/data/dedupe_pairs.jsonl`) and checked on the

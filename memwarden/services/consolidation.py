@@ -24,7 +24,7 @@ from memwarden.stores.summaries import derive
 
 CONSOLIDATION_THRESHOLD = 0.55
 """Cosine (all-MiniLM-L6-v2) at which two episodes of one session tell of the same event. What the gate let
-through is below its dedupe threshold (0.74) or differs in a value; two tellings of one event measured
+through is below its dedupe threshold (0.73) or differs in a value; two tellings of one event measured
 0.60-0.69 here, unrelated episodes of one chat 0.15-0.26."""
 SESSION_SUMMARY_PREFIX = "summary.session."
 

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
 
 import numpy as np
+import onnxruntime as ort
 import pytest
+from onnx import helper
+from tokenizers import Tokenizer
 
 from memwarden import embed
 from memwarden.embed import Embedder, MiniLMEmbedder, ModelIntegrityError, default_embedder
@@ -40,22 +44,36 @@ def test_embedding_is_deterministic(embedder: MiniLMEmbedder) -> None:
     assert embedder.embed(texts) == embedder.embed(texts)
 
 
-def test_batch_equals_single(embedder: MiniLMEmbedder) -> None:
+def test_a_texts_vector_does_not_depend_on_its_neighbours(embedder: MiniLMEmbedder) -> None:
     texts = [
         "short",
         "a much longer sentence about the weather in the mountains this weekend, with rain expected",
         "My home city is Berlin",
     ]
-    batch = np.asarray(embedder.embed(texts))
-    singles = np.asarray([embedder.embed([t])[0] for t in texts])
-    assert np.allclose(batch, singles, atol=1e-5)
-
-
-def test_chunked_batches_match_one_batch(embedder: MiniLMEmbedder) -> None:
-    texts = [f"note number {i} about topic {i % 3}" for i in range(7)]
-    small = MiniLMEmbedder(batch_size=2)
-    assert np.allclose(np.asarray(small.embed(texts)), np.asarray(embedder.embed(texts)), atol=1e-5)
+    together = embedder.embed(texts)
+    assert [embedder.embed([t])[0] for t in texts] == together
+    assert embedder.embed(list(reversed(texts))) == list(reversed(together))
     assert embedder.embed([]) == []
+
+
+def test_the_int8_products_keep_the_fp32_products_meaning(embedder: MiniLMEmbedder) -> None:
+    """Close to the same weights multiplied in fp32 (the file as onnxruntime alone runs it), yet not them."""
+    model = resources.files(embed.MODEL_PACKAGE).joinpath(embed.MODEL_FILE).read_bytes()
+    fp32 = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    tokenizer = Tokenizer.from_str(resources.files("memwarden").joinpath("data", "tokenizer.json").read_text())
+    tokenizer.no_padding()  # the file pads to 128
+    texts = ["I live in Berlin", "prefers window seats on long flights", "The invoice is overdue"]
+    for text, vector in zip(texts, embedder.embed(texts), strict=True):
+        ids = np.asarray([tokenizer.encode(text).ids], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        (hidden,) = fp32.run(["last_hidden_state"], feed)
+        assert 0.998 < _cos(vector, hidden[0].mean(axis=0).tolist()) < 0.99999
+
+
+def test_a_model_without_the_expected_int8_projections_is_refused() -> None:
+    empty = helper.make_model(helper.make_graph([], "empty", [], []))
+    with pytest.raises(ModelIntegrityError, match="0 int8 projections"):
+        embed.int8_matmuls(empty.SerializeToString())
 
 
 def test_long_input_is_truncated_not_rejected(embedder: MiniLMEmbedder) -> None:
