@@ -11,7 +11,7 @@ graph (`Cast`, then `Mul`) ahead of an fp32 `MatMul`: onnxruntime folds that int
 and multiplies in fp32. `int8_matmuls` gives each such projection to onnxruntime's `MatMulNBits` with
 8-bit weights instead: the same int8 values and scales, multiplied in int8 against activations
 quantized per row and per block of `ACTIVATION_BLOCK` (docs/decisions/int8-embedding-kernels.md).
-Quantizing per row keeps a text's vector independent of the other texts in its batch.
+Each text runs alone, so its vector never depends on the other texts of a call.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ INT8_PROJECTIONS = 36
 ACTIVATION_BLOCK = 128
 """Activations are quantized per row in blocks of this many inputs (it divides both 384 and 1536).
 
-Smaller blocks follow the fp32 products more closely and run slower; docs/benchmarks.md has both."""
+Smaller blocks follow the fp32 products more closely and run slower (docs/decisions/int8-embedding-kernels.md)."""
 DIM = 384
 MAX_TOKENS = 256
 """all-MiniLM-L6-v2 was trained on 256 word pieces; longer input is truncated."""

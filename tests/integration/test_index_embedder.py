@@ -8,26 +8,22 @@ same size.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from qdrant_client import AsyncQdrantClient
 
 from memwarden.embed import MODEL_ID, MiniLMEmbedder, default_embedder
 from memwarden.identity import Principal, Role, read_filter
-from memwarden.records import MemoryRecord, MemoryType, Scope, SourceKind, Status, content_hash
+from memwarden.records import Status
 from memwarden.services.indexing import adopt_embedder
 from memwarden.stores.sql import SqlStore
 from memwarden.stores.vectors import VectorIndex, index_point
 from memwarden.stores.vectors_edge import EdgeIndex
-from memwarden.stores.vectors_qdrant import QdrantClientIndex
+from tests.integration.test_edge_group_flush import T, record
 
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant:UserWarning")
-
-T = "t-embedder"
 
 
 class OtherModel:
@@ -47,35 +43,6 @@ class OtherModel:
                 raise RuntimeError("synthetic: the embedder stopped mid-rebuild")
             self._left -= len(texts)
         return [[v[i] for i in self._order] for v in self._real.embed(texts)]
-
-
-def record(text: str) -> MemoryRecord:
-    now = datetime.now(UTC)
-    return MemoryRecord(
-        id=str(uuid.uuid4()),
-        tenant_id=T,
-        owner_id="alice",
-        scope=Scope.USER,
-        type=MemoryType.FACT,
-        content=text,
-        content_hash=content_hash(text),
-        source_kind=SourceKind.USER,
-        reason="user_stated_fact",
-        created_at=now,
-        updated_at=now,
-    )
-
-
-@pytest.fixture(params=["edge", "qdrant"])
-async def index(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[VectorIndex]:
-    idx: VectorIndex
-    if request.param == "edge":
-        idx = EdgeIndex(tmp_path / "shard")
-    else:
-        idx = QdrantClientIndex(AsyncQdrantClient(location=":memory:"), f"memories_{uuid.uuid4().hex[:8]}")
-    await idx.ensure()
-    yield idx
-    await idx.close()
 
 
 @pytest.fixture

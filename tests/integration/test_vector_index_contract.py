@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from qdrant_client import AsyncQdrantClient
 
 from memwarden.config import Settings
 from memwarden.embed import MiniLMEmbedder, default_embedder
@@ -44,18 +42,6 @@ U1, U2 = "user-1", "user-2"
 @pytest.fixture(scope="session")
 def embedder() -> MiniLMEmbedder:
     return default_embedder()
-
-
-@pytest.fixture(params=["edge", "qdrant"])
-async def index(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[VectorIndex]:
-    idx: VectorIndex
-    if request.param == "edge":
-        idx = EdgeIndex(tmp_path / "shard")
-    else:
-        idx = QdrantClientIndex(AsyncQdrantClient(location=":memory:"), f"memories_{uuid.uuid4().hex[:8]}")
-    await idx.ensure()
-    yield idx
-    await idx.close()
 
 
 def point(
