@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from qdrant_client import AsyncQdrantClient
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
@@ -31,7 +30,6 @@ from memwarden.stores.sql import SqlStore
 from memwarden.stores.summaries import ExtractiveSummarizer, derive
 from memwarden.stores.vectors import DENSE_DIM, VectorIndex
 from memwarden.stores.vectors_edge import EdgeIndex
-from memwarden.stores.vectors_qdrant import QdrantClientIndex
 from tests.conftest import service_url
 from tests.store_support import fresh_store
 
@@ -76,18 +74,6 @@ async def check_contract(sink: Sink, doomed: Lineage) -> None:
 
 
 # -- backends ----------------------------------------------------------------------------------
-
-
-@pytest.fixture(params=["edge", "qdrant-client"])
-async def index(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[VectorIndex]:
-    idx: VectorIndex
-    if request.param == "edge":
-        idx = EdgeIndex(tmp_path / "shard")
-    else:
-        idx = QdrantClientIndex(AsyncQdrantClient(location=":memory:"), f"sinks-{uuid.uuid4().hex[:8]}")
-    await idx.ensure()
-    yield idx
-    await idx.close()
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
