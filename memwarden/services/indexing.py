@@ -56,10 +56,11 @@ async def adopt_embedder(store: SqlStore, index: VectorIndex, embedder: Embedder
     again with this embedder, and only then is the new embedder recorded, so a crash during the rebuild
     repeats it on the next start instead of leaving two embedders' vectors side by side.
     """
-    if await index.embedder() == embedder.model_id:
+    recorded = await index.embedder()
+    if recorded == embedder.model_id:
         return 0
     touched = 0
-    if await index.embedder() is not None or await index.count() > 0:
+    if recorded is not None or await index.count() > 0:
         touched = await reconcile_index(store, index, embedder, EPOCH)
     await index.record_embedder(embedder.model_id)
     return touched
